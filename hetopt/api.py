@@ -1,0 +1,109 @@
+"""The public entry points: :func:`solve`, :func:`build_model`, :func:`export_model`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pyomo.environ as pyo
+
+from .errors import InstanceError
+from .instance import InstanceBase, instance_from_dict, read_instance
+from .kinds import get_kind
+from .kinds.base import Kind
+from .options import SolveOptions
+from .result import Result, Verification
+
+InstanceLike = InstanceBase | Mapping[str, Any] | str | Path
+
+
+def load(instance: InstanceLike) -> tuple[Any, str | None]:
+    """Return ``(validated instance, source file or None)``."""
+    if isinstance(instance, InstanceBase):
+        return instance, None
+    if isinstance(instance, str | Path):
+        return read_instance(instance), str(instance)
+    if isinstance(instance, Mapping):
+        return instance_from_dict(instance), None
+    raise TypeError(
+        f"expected an instance, a dict or a path, got {type(instance).__name__}"
+    )
+
+
+def kind_of(instance: Any) -> Kind:
+    return get_kind(instance.kind)
+
+
+def solve(
+    instance: InstanceLike,
+    objective: str | None = None,
+    options: SolveOptions | None = None,
+    **params: Any,
+) -> Result:
+    """Solve an instance of any kind exactly with HiGHS.
+
+    Parameters
+    ----------
+    instance
+        A validated instance (e.g. :class:`~hetopt.kinds.gpu_cluster.GpuClusterInstance`),
+        a dict with a ``kind`` field, or the path of a JSON/YAML instance file.
+    objective
+        Objective name (see ``hetopt kinds``); default: the instance's ``objective``
+        field, else the kind's first objective.
+    options
+        :class:`SolveOptions` (time limit, gap, threads, seed, raw HiGHS options).
+    **params
+        Kind-specific switches, e.g. ``agnostic=True`` for ``gpu_cluster``.
+
+    Returns
+    -------
+    Result
+        Status, objective value, bound, gap, timings, tables and the verifier's verdict.
+        Infeasible or out-of-time solves are statuses, not exceptions.
+
+    Raises
+    ------
+    InstanceError
+        The instance is invalid (the message names the file and field).
+    """
+    inst, source = load(instance)
+    kind = kind_of(inst)
+    name = kind.resolve_objective(inst, objective)
+    kind.check_params(params)
+    try:
+        return kind.solve(inst, name, options or SolveOptions(), **params)
+    except InstanceError as exc:
+        raise (exc.with_source(source) if source and not exc.source else exc) from None
+
+
+def build_model(instance: InstanceLike, objective: str | None = None, **params: Any) -> pyo.ConcreteModel:
+    """The Pyomo model hetopt would solve (for inspection or another solver)."""
+    inst, source = load(instance)
+    kind = kind_of(inst)
+    name = kind.resolve_objective(inst, objective)
+    kind.check_params(params)
+    try:
+        return kind.build(inst, name, **params)
+    except InstanceError as exc:
+        raise (exc.with_source(source) if source and not exc.source else exc) from None
+
+
+def export_model(
+    instance: InstanceLike, path: str | Path, fmt: str | None = None,
+    objective: str | None = None, **params: Any,
+) -> Path:
+    """Write the model as LP or MPS (names as in the model cards)."""
+    p = Path(path)
+    fmt = (fmt or p.suffix.lstrip(".")).lower()
+    if fmt not in ("lp", "mps"):
+        raise ValueError(f"format must be 'lp' or 'mps', got {fmt!r}")
+    model = build_model(instance, objective, **params)
+    model.write(str(p), format=fmt, io_options={"symbolic_solver_labels": True})
+    return p
+
+
+def verify(instance: InstanceLike, result: Result) -> Verification:
+    """Re-check a result against an instance with the kind's independent verifier."""
+    inst, _ = load(instance)
+    return kind_of(inst).verify(inst, result)

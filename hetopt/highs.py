@@ -1,0 +1,507 @@
+"""The one path from a Pyomo model to HiGHS and back.
+
+A formulation is a Pyomo ``ConcreteModel`` (the single source of the mathematics).
+:func:`compile_model` turns it into sparse matrices with Pyomo's
+``LinearStandardFormCompiler`` (mixed form, so row senses are kept), and
+:class:`HighsModel` hands those arrays to ``highspy`` in one ``passModel`` call and
+keeps the HiGHS object alive for warm re-solves (change a row or column bound, solve
+again from the previous basis).
+
+Measured (see ``benchmarks/``): this path adds far less than Pyomo's own
+``appsi``/``contrib.solver`` HiGHS interfaces, which create HiGHS rows one Python call at
+a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import highspy
+import scipy.sparse  # noqa: F401  (imported here so the first compile does not pay for it)
+import numpy as np
+import pyomo.environ as pyo
+from pyomo.core.base.component import ActiveComponent
+from pyomo.repn.plugins.standard_form import LinearStandardFormCompiler
+
+from .errors import OptionsError, SolveError
+from .options import SolveOptions
+from .pyomo_ext import LinearRows
+from .status import Status
+
+try:  # the bare core class does not print HiGHS's banner on construction
+    from highspy._core import _Highs as _HighsClass
+except ImportError:  # pragma: no cover - older/newer highspy layouts
+    _HighsClass = highspy.Highs
+
+solver_log = logging.getLogger("hetopt.solver")
+log = logging.getLogger(__name__)
+
+INF = highspy.kHighsInf
+_MS = highspy.HighsModelStatus
+
+_LIMIT_STATUSES = {
+    _MS.kTimeLimit,
+    _MS.kIterationLimit,
+    _MS.kSolutionLimit,
+    _MS.kInterrupt,
+    _MS.kObjectiveBound,
+    _MS.kObjectiveTarget,
+    _MS.kMemoryLimit,
+    _MS.kUnknown,
+}
+if hasattr(_MS, "kHighsInterrupt"):
+    _LIMIT_STATUSES.add(_MS.kHighsInterrupt)
+
+
+@dataclass
+class CompiledModel:
+    """Matrix form of a Pyomo model, ready for HiGHS.
+
+    ``row_lower <= A x <= row_upper``, ``col_lower <= x <= col_upper``,
+    objective ``sense * (c @ x + offset)``.
+    """
+
+    model: pyo.ConcreteModel
+    columns: list[Any]
+    rows: list[Any]
+    A: Any  # scipy.sparse.csc_array
+    c: np.ndarray
+    offset: float
+    maximize: bool
+    col_lower: np.ndarray
+    col_upper: np.ndarray
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    integrality: np.ndarray
+    col_index: dict[int, int] = field(default_factory=dict)
+    row_index: dict[int, list[int]] = field(default_factory=dict)
+
+    @property
+    def is_mip(self) -> bool:
+        return bool(self.integrality.any())
+
+    @property
+    def num_col(self) -> int:
+        return len(self.columns)
+
+    @property
+    def num_row(self) -> int:
+        return len(self.rows)
+
+    def column(self, var: Any) -> int:
+        """Column index of a ``VarData`` (``-1`` if the compiler dropped it as unused)."""
+        return self.col_index.get(id(var), -1)
+
+    def columns_of(self, var: pyo.Var, keys: Iterable[Any] | None = None) -> np.ndarray:
+        """Column indices of an indexed variable's entries (in ``keys`` order)."""
+        if keys is None:
+            keys = list(var.keys())
+        get = self.col_index.get
+        return np.fromiter((get(id(var[k]), -1) for k in keys), dtype=np.int64)
+
+
+def compile_model(model: pyo.ConcreteModel) -> CompiledModel:
+    """Compile a linear (MI)LP Pyomo model to :class:`CompiledModel`.
+
+    Ordinary constraints go through Pyomo's ``LinearStandardFormCompiler`` (mixed form);
+    :class:`~hetopt.pyomo_ext.LinearRows` blocks are copied as matrices.
+    """
+    import scipy.sparse as sp
+
+    objs = list(model.component_data_objects(pyo.Objective, active=True))
+    if len(objs) != 1:
+        raise SolveError(f"expected exactly one active objective, found {len(objs)}")
+    maximize = objs[0].sense == pyo.maximize
+    blocks = [
+        c
+        for c in model.component_objects(pyo.Constraint, active=True, descend_into=True)
+        if isinstance(c, LinearRows)
+    ]
+    # hide the matrix blocks from Pyomo's compiler (component flag only: O(1) per block)
+    for b in blocks:
+        ActiveComponent.deactivate(b)
+    try:
+        info = LinearStandardFormCompiler().write(model, mixed_form=True, set_sense=None)
+    finally:
+        for b in blocks:
+            ActiveComponent.activate(b)
+
+    columns = list(info.columns)
+    col_index = {id(v): j for j, v in enumerate(columns)}
+    block_cols = []
+    for b in blocks:
+        found = list(map(col_index.get, map(id, b.variables)))
+        if None in found:
+            for k, v in enumerate(b.variables):
+                if found[k] is None:
+                    j = col_index.get(id(v))
+                    if j is None:
+                        j = col_index[id(v)] = len(columns)
+                        columns.append(v)
+                    found[k] = j
+        block_cols.append(np.asarray(found, dtype=np.int64))
+    n = len(columns)
+
+    # rows of the ordinary constraints (a ranged constraint's two rows are merged)
+    rhs = np.asarray(info.rhs, dtype=float).ravel() if len(info.rows) else np.zeros(0)
+    A0 = info.A.tocsr()
+    keep: list[int] = []
+    lows: list[float] = []
+    ups: list[float] = []
+    rows: list[Any] = []
+    prev = None
+    for i, (con, sense) in enumerate(info.rows):
+        lo = -INF if sense == 1 else rhs[i]
+        hi = INF if sense == -1 else rhs[i]
+        if prev is not None and con is prev and sense == -1 and ups[-1] < INF and lows[-1] == -INF:
+            lows[-1] = lo
+            continue
+        keep.append(i)
+        lows.append(lo)
+        ups.append(hi)
+        rows.append(con)
+        prev = con
+    parts = [A0[keep] if len(keep) != A0.shape[0] else A0]
+    parts[0] = sp.csr_array(parts[0], shape=(len(keep), n)) if parts[0].shape[1] != n else parts[0]
+    row_lower = [np.asarray(lows, dtype=float)]
+    row_upper = [np.asarray(ups, dtype=float)]
+    for b, cols in zip(blocks, block_cols, strict=True):
+        data, indices, indptr = b.csr
+        parts.append(sp.csr_array((data, cols[indices], indptr), shape=(len(indptr) - 1, n)))
+        row_lower.append(np.where(np.isinf(b.row_lower), -INF, b.row_lower))
+        row_upper.append(np.where(np.isinf(b.row_upper), INF, b.row_upper))
+        rows.extend(b.values())
+    A = sp.vstack(parts, format="csc") if len(parts) > 1 else parts[0].tocsc()
+    A.sort_indices()
+
+    c = np.zeros(n)
+    c0 = np.asarray(info.c.toarray()).ravel() if info.c.shape[1] else np.zeros(0)
+    c[: len(c0)] = c0
+    offset = float(np.asarray(info.c_offset).ravel()[0]) if np.size(info.c_offset) else 0.0
+
+    col_lower = np.empty(n)
+    col_upper = np.empty(n)
+    integrality = np.zeros(n, dtype=np.int32)
+    for j, v in enumerate(columns):
+        if v.fixed:
+            col_lower[j] = col_upper[j] = v.value
+            continue
+        lb, ub = v.bounds
+        col_lower[j] = -INF if lb is None else lb
+        col_upper[j] = INF if ub is None else ub
+        if v.is_integer():
+            integrality[j] = 1
+
+    row_index: dict[int, list[int]] = {}
+    for i, r in enumerate(rows):
+        row_index.setdefault(id(r), []).append(i)
+    return CompiledModel(
+        model=model,
+        columns=columns,
+        rows=rows,
+        A=A,
+        c=c,
+        offset=offset,
+        maximize=maximize,
+        col_lower=col_lower,
+        col_upper=col_upper,
+        row_lower=np.concatenate(row_lower),
+        row_upper=np.concatenate(row_upper),
+        integrality=integrality,
+        col_index=col_index,
+        row_index=row_index,
+    )
+
+
+@dataclass
+class RawSolution:
+    """What HiGHS returned, before a kind turns it into tables."""
+
+    status: Status
+    termination: str
+    objective: float | None
+    bound: float | None
+    gap: float | None
+    x: np.ndarray | None
+    row_dual: np.ndarray | None
+    solve_s: float
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def value(self, compiled: CompiledModel, var: Any, default: float = 0.0) -> float:
+        if self.x is None:
+            raise SolveError("no solution available")
+        j = compiled.column(var)
+        return float(self.x[j]) if j >= 0 else default
+
+    def values(
+        self, compiled: CompiledModel, var: pyo.Var, keys: Iterable[Any] | None = None
+    ) -> np.ndarray:
+        """Values of an indexed variable's entries (dropped, unused columns read as 0)."""
+        if self.x is None:
+            raise SolveError("no solution available")
+        cols = compiled.columns_of(var, keys)
+        out = np.zeros(len(cols))
+        ok = cols >= 0
+        out[ok] = self.x[cols[ok]]
+        return out
+
+
+def _log_callback(callback_type: int, message: str, *_: Any) -> None:
+    line = message.rstrip("\n")
+    if line:
+        solver_log.info(line)
+
+
+class HighsModel:
+    """A compiled model held in one persistent HiGHS instance.
+
+    Create it once, :meth:`solve`, change bounds (:meth:`set_row_bounds`,
+    :meth:`set_col_bounds`, :meth:`set_objective_coefficients`) and solve again: HiGHS
+    starts from the previous basis when it has one.
+    """
+
+    def __init__(self, compiled: CompiledModel):
+        self.compiled = compiled
+        self.transfer_s = 0.0
+        t0 = time.perf_counter()
+        h = _HighsClass()
+        _check(h.setOptionValue("output_flag", False), "output_flag")
+        _check(h.setOptionValue("log_to_console", False), "log_to_console")
+        self._h = h
+        self._logging = False
+        cm = compiled
+        A = cm.A
+        status = h.passModel(
+            cm.num_col,
+            cm.num_row,
+            int(A.nnz),
+            1,  # column-wise
+            -1 if cm.maximize else 1,
+            float(cm.offset),
+            np.ascontiguousarray(cm.c, dtype=np.float64),
+            np.ascontiguousarray(cm.col_lower, dtype=np.float64),
+            np.ascontiguousarray(cm.col_upper, dtype=np.float64),
+            np.ascontiguousarray(cm.row_lower, dtype=np.float64),
+            np.ascontiguousarray(cm.row_upper, dtype=np.float64),
+            np.ascontiguousarray(A.indptr, dtype=np.int32),
+            np.ascontiguousarray(A.indices, dtype=np.int32),
+            np.ascontiguousarray(A.data, dtype=np.float64),
+            np.ascontiguousarray(cm.integrality, dtype=np.int32),
+        )
+        if status == highspy.HighsStatus.kError:
+            raise SolveError("HiGHS rejected the model (passModel returned an error)")
+        self.transfer_s = time.perf_counter() - t0
+        self._solved_once = False
+
+    @property
+    def highs(self) -> Any:
+        """The underlying ``highspy`` object (for advanced use)."""
+        return self._h
+
+    # ------------------------------------------------------------------ edits
+    def set_row_bounds(self, con: Any, lower: float | None, upper: float | None) -> None:
+        """Change the bounds of a ``ConstraintData`` (one row; ``None`` = no bound)."""
+        rows = self.compiled.row_index.get(id(con))
+        if not rows:
+            raise SolveError(f"constraint {con.name} is not in the compiled model")
+        lo = -INF if lower is None else float(lower)
+        hi = INF if upper is None else float(upper)
+        for r in rows:
+            self.compiled.row_lower[r], self.compiled.row_upper[r] = lo, hi
+            self._h.changeRowBounds(r, lo, hi)
+
+    def row(self, con: Any) -> int:
+        """Row index of a ``ConstraintData``."""
+        rows = self.compiled.row_index.get(id(con))
+        if not rows:
+            raise SolveError(f"constraint {con.name} is not in the compiled model")
+        return rows[0]
+
+    def set_col_bounds(self, var: Any, lower: float | None, upper: float | None) -> None:
+        """Change the bounds of a ``VarData``."""
+        j = self.compiled.column(var)
+        if j < 0:
+            raise SolveError(f"variable {var.name} is not in the compiled model")
+        lo = -INF if lower is None else float(lower)
+        hi = INF if upper is None else float(upper)
+        self.compiled.col_lower[j], self.compiled.col_upper[j] = lo, hi
+        self._h.changeColBounds(j, lo, hi)
+
+    def set_objective_coefficients(self, cols: np.ndarray, costs: np.ndarray) -> None:
+        """Change objective coefficients of columns ``cols`` (model sense unchanged)."""
+        cols = np.asarray(cols, dtype=np.int32)
+        costs = np.asarray(costs, dtype=np.float64)
+        self.compiled.c[cols] = costs
+        self._h.changeColsCost(len(cols), cols, costs)
+
+    def set_start(self, x: np.ndarray) -> None:
+        """Give HiGHS a starting (MIP) solution, one value per column."""
+        sol = highspy.HighsSolution()
+        sol.col_value = list(np.asarray(x, dtype=float))
+        sol.value_valid = True
+        self._h.setSolution(sol)
+
+    # ------------------------------------------------------------------ solve
+    def _apply_options(self, options: SolveOptions, default_lp_method: str) -> None:
+        h = self._h
+        verbose = solver_log.isEnabledFor(logging.INFO)
+        if verbose and not self._logging:
+            h.setCallback(_log_callback, None)
+            h.startCallback(highspy.cb.HighsCallbackType.kCallbackLogging)
+            self._logging = True
+        _check(h.setOptionValue("output_flag", verbose), "output_flag")
+        _check(h.setOptionValue("log_to_console", False), "log_to_console")
+        _set(h, "time_limit", float(options.time_limit_s) if options.time_limit_s else INF)
+        if options.mip_rel_gap is not None:
+            _set(h, "mip_rel_gap", float(options.mip_rel_gap))
+        if options.threads is not None:
+            _set(h, "threads", int(options.threads))
+        if options.seed is not None:
+            _set(h, "random_seed", int(options.seed))
+        method = options.lp_method if options.lp_method != "auto" else default_lp_method
+        if self.compiled.is_mip:
+            _set(h, "solver", "choose")
+        elif self._solved_once and self._has_basis():
+            _set(h, "solver", "simplex")  # warm start from the previous basis
+        else:
+            _set(h, "solver", {"auto": "choose"}.get(method, method))
+        for name, val in options.highs_options.items():
+            _set(h, name, val)
+
+    def _has_basis(self) -> bool:
+        try:
+            return bool(self._h.getBasis().valid)
+        except Exception:  # pragma: no cover
+            return False
+
+    def solve(
+        self, options: SolveOptions | None = None, default_lp_method: str = "auto"
+    ) -> RawSolution:
+        """Run HiGHS and return a :class:`RawSolution` with an honest status."""
+        options = options or SolveOptions()
+        self._apply_options(options, default_lp_method)
+        h = self._h
+        t0 = time.perf_counter()
+        run_status = h.run()
+        ms = h.getModelStatus()
+        if ms == _MS.kUnboundedOrInfeasible and not self.compiled.is_mip:
+            # presolve could not tell which: ask again without it
+            presolve = h.getOptionValue("presolve")
+            presolve = presolve[1] if isinstance(presolve, tuple) else presolve
+            _set(h, "presolve", "off")
+            h.clearSolver()
+            run_status = h.run()
+            ms = h.getModelStatus()
+            _set(h, "presolve", presolve)
+        solve_s = time.perf_counter() - t0
+        self._solved_once = True
+        return self._collect(ms, run_status, solve_s)
+
+    def _collect(self, ms: Any, run_status: Any, solve_s: float) -> RawSolution:
+        h = self._h
+        info = h.getInfo()
+        termination = h.modelStatusToString(ms)
+        is_mip = self.compiled.is_mip
+        has_primal = int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
+        status: Status
+        if ms == _MS.kOptimal:
+            status = Status.OPTIMAL
+        elif ms == _MS.kModelEmpty:
+            status = Status.OPTIMAL
+            has_primal = True
+        elif ms == _MS.kInfeasible:
+            status = Status.INFEASIBLE
+        elif ms == _MS.kUnbounded:
+            status = Status.UNBOUNDED
+        elif ms == _MS.kUnboundedOrInfeasible:
+            status = Status.INFEASIBLE if is_mip else Status.UNBOUNDED
+            termination += " (HiGHS could not tell which)"
+        elif ms in _LIMIT_STATUSES:
+            status = Status.FEASIBLE if has_primal else Status.NO_SOLUTION
+        else:
+            status = Status.ERROR
+        if status == Status.OPTIMAL and not has_primal:
+            status = Status.ERROR
+            termination += " (but no feasible primal solution was returned)"
+
+        objective: float | None = None
+        bound: float | None = None
+        gap: float | None = None
+        x: np.ndarray | None = None
+        duals: np.ndarray | None = None
+        if status.has_solution:
+            sol = h.getSolution()
+            x = np.asarray(sol.col_value, dtype=float)
+            if ms == _MS.kModelEmpty:
+                x = np.clip(np.zeros(self.compiled.num_col), self.compiled.col_lower, self.compiled.col_upper)
+            objective = float(info.objective_function_value)
+            if is_mip:
+                bound = float(info.mip_dual_bound)
+                gap = _rel_gap(objective, bound)
+            elif status == Status.OPTIMAL:
+                bound, gap = objective, 0.0
+                if sol.dual_valid:
+                    duals = np.asarray(sol.row_dual, dtype=float)
+            else:
+                bound, gap = None, None
+        elif is_mip and math.isfinite(float(info.mip_dual_bound)):
+            bound = float(info.mip_dual_bound)
+        extra = {
+            "simplex_iterations": int(info.simplex_iteration_count),
+            "ipm_iterations": int(info.ipm_iteration_count),
+            "mip_nodes": int(info.mip_node_count),
+            "max_primal_infeasibility": float(info.max_primal_infeasibility),
+            "highs_run_status": str(run_status),
+        }
+        return RawSolution(status, termination, objective, bound, gap, x, duals, solve_s, extra)
+
+    def write(self, path: str) -> None:
+        """Write the model as HiGHS sees it (``.lp`` or ``.mps`` by extension)."""
+        self._h.writeModel(str(path))
+
+
+def _rel_gap(objective: float, bound: float) -> float | None:
+    if not (math.isfinite(objective) and math.isfinite(bound)):
+        return None
+    denom = max(abs(objective), 1e-9)
+    return abs(objective - bound) / denom
+
+
+def _check(status: Any, name: str) -> None:
+    if status != highspy.HighsStatus.kOk:
+        raise OptionsError(f"HiGHS rejected option {name!r}")
+
+
+def _set(h: Any, name: str, value: Any) -> None:
+    """Set a HiGHS option, failing loudly on an unknown name or a rejected value."""
+    status = h.setOptionValue(name, value)
+    if status != highspy.HighsStatus.kOk and isinstance(value, int) and not isinstance(value, bool):
+        status = h.setOptionValue(name, float(value))
+    if status != highspy.HighsStatus.kOk:
+        raise OptionsError(f"HiGHS rejected option {name}={value!r} (unknown name or invalid value)")
+
+
+def solve_pyomo(
+    model: pyo.ConcreteModel,
+    options: SolveOptions | None = None,
+    default_lp_method: str = "auto",
+) -> tuple[HighsModel, RawSolution, dict[str, float]]:
+    """Compile, transfer and solve a Pyomo model; return the model, solution and timings."""
+    t0 = time.perf_counter()
+    compiled = compile_model(model)
+    t1 = time.perf_counter()
+    hm = HighsModel(compiled)
+    raw = hm.solve(options, default_lp_method)
+    timings = {"compile_s": t1 - t0, "pass_s": hm.transfer_s, "solve_s": raw.solve_s}
+    timings["transfer_s"] = timings["compile_s"] + timings["pass_s"]
+    return hm, raw, timings
+
+
+def highs_version() -> str:
+    h = _HighsClass()
+    return f"{h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"

@@ -1,0 +1,186 @@
+"""What every kind provides, and the shared solve pipeline."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import pyomo.environ as pyo
+
+from ..errors import HetoptError, InstanceError
+from ..highs import CompiledModel, HighsModel, RawSolution, compile_model
+from ..instance import InstanceBase
+from ..options import SolveOptions
+from ..result import Result, Verification
+from ..status import Status
+
+
+class UsageError(HetoptError, ValueError):
+    """A valid instance asked for something the kind does not offer (objective, option)."""
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One objective a kind offers."""
+
+    name: str
+    description: str
+    unit: str = ""
+    sense: str = "max"
+
+
+@dataclass
+class Extracted:
+    """What a kind's extractor returns from a raw solution."""
+
+    objective_value: float | None
+    tables: dict[str, pd.DataFrame]
+    info: dict[str, Any] = field(default_factory=dict)
+    status: Status | None = None  # override (e.g. a makespan LP whose z = 0 means infeasible)
+    termination: str | None = None
+
+
+class Kind:
+    """Base class of a problem kind (subclass per family).
+
+    Subclasses set ``name``, ``description``, ``objectives``, ``instance_model`` and
+    ``params`` and implement :meth:`solve` (usually through :func:`run_model`),
+    :meth:`build` and :meth:`verify`.
+    """
+
+    name: str = ""
+    description: str = ""
+    objectives: tuple[Objective, ...] = ()
+    instance_model: type[InstanceBase] = InstanceBase
+    params: Mapping[str, str] = {}
+    """Extra keyword parameters :meth:`solve` accepts, with a one-line description."""
+
+    def objective_names(self) -> list[str]:
+        return [o.name for o in self.objectives]
+
+    def resolve_objective(self, instance: Any, objective: str | None) -> str:
+        name = objective or getattr(instance, "objective", None) or self.objectives[0].name
+        if name not in self.objective_names():
+            raise UsageError(
+                f"kind {self.name!r} has no objective {name!r}; expected one of: "
+                f"{', '.join(self.objective_names())}"
+            )
+        return name
+
+    def check_params(self, params: Mapping[str, Any]) -> None:
+        unknown = sorted(set(params) - set(self.params))
+        if unknown:
+            offered = ", ".join(self.params) or "none"
+            raise UsageError(
+                f"kind {self.name!r} does not take {', '.join(unknown)}; it takes: {offered}"
+            )
+
+    # -- to implement -----------------------------------------------------------------
+    def solve(self, instance: Any, objective: str, options: SolveOptions, **params: Any) -> Result:
+        raise NotImplementedError
+
+    def build(self, instance: Any, objective: str, **params: Any) -> pyo.ConcreteModel:
+        """The Pyomo model for ``objective`` (what ``hetopt export`` writes)."""
+        raise NotImplementedError
+
+    def verify(self, instance: Any, result: Result) -> Verification:
+        raise NotImplementedError
+
+
+def run_model(
+    kind: Kind,
+    instance: Any,
+    objective: str,
+    options: SolveOptions,
+    build: Callable[[], pyo.ConcreteModel],
+    extract: Callable[[CompiledModel, RawSolution], Extracted],
+    default_lp_method: str = "auto",
+    info: Mapping[str, Any] | None = None,
+    start: Callable[[CompiledModel], Any] | None = None,
+) -> tuple[Result, HighsModel]:
+    """The shared pipeline: build -> compile -> HiGHS -> extract -> verify.
+
+    Returns the :class:`Result` (timings split into ``build_s``, ``transfer_s``,
+    ``solve_s``, ``load_s``) and the live :class:`HighsModel` for re-solves.
+    """
+    t0 = time.perf_counter()
+    model = build()
+    t1 = time.perf_counter()
+    compiled = compile_model(model)
+    hm = HighsModel(compiled)
+    if start is not None:
+        x0 = start(compiled)
+        if x0 is not None:
+            hm.set_start(x0)
+    t2 = time.perf_counter()
+    raw = hm.solve(options, default_lp_method)
+    t3 = time.perf_counter()
+    result = finish(kind, instance, objective, compiled, raw, extract, info)
+    t4 = time.perf_counter()
+    timings = {
+        "build_s": t1 - t0,
+        "transfer_s": t2 - t1,
+        "solve_s": raw.solve_s,
+        "load_s": t4 - t3,
+    }
+    return _with_timings(result, timings, t4 - t0), hm
+
+
+def finish(
+    kind: Kind,
+    instance: Any,
+    objective: str,
+    compiled: CompiledModel,
+    raw: RawSolution,
+    extract: Callable[[CompiledModel, RawSolution], Extracted],
+    info: Mapping[str, Any] | None = None,
+) -> Result:
+    """Turn a raw solution into a verified :class:`Result`."""
+    status, termination = raw.status, raw.termination
+    tables: dict[str, pd.DataFrame] = {}
+    value = None
+    extra: dict[str, Any] = dict(info or {})
+    extra.update({k: v for k, v in raw.info.items() if k in ("simplex_iterations", "ipm_iterations", "mip_nodes")})
+    bound, gap = raw.bound, raw.gap
+    if status.has_solution:
+        ex = extract(compiled, raw)
+        value, tables = ex.objective_value, ex.tables
+        extra.update(ex.info)
+        if ex.status is not None:
+            status = ex.status
+            termination = ex.termination or termination
+            if not status.has_solution:
+                value, bound, gap = None, None, None
+    result = Result(
+        kind=kind.name,
+        objective=objective,
+        status=status,
+        termination=termination,
+        objective_value=value,
+        bound=bound,
+        gap=gap,
+        tables=tables,
+        info=extra,
+    )
+    if status.has_solution:
+        result = _replace(result, verification=kind.verify(instance, result))
+    return result
+
+
+def _replace(result: Result, **changes: Any) -> Result:
+    from dataclasses import replace
+
+    return replace(result, **changes)
+
+
+def _with_timings(result: Result, timings: Mapping[str, float], total: float) -> Result:
+    return _replace(result, timings=dict(timings), runtime_s=total)
+
+
+def require(cond: bool, field: str, message: str, source: str | None = None) -> None:
+    """Raise :class:`InstanceError` unless ``cond``."""
+    if not cond:
+        raise InstanceError(message, field, source)

@@ -1,0 +1,235 @@
+"""The ``gpu_cluster`` kind: Gavel's heterogeneity-aware GPU-cluster policies.
+
+Decision ``alloc[i,t]``: fraction of wall-clock time job ``i`` runs on GPU type ``t``.
+See ``models/gpu_cluster.md`` for the mathematics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyomo.environ as pyo
+
+from ...errors import InstanceError
+from ...highs import CompiledModel, HighsModel, RawSolution
+from ...options import SolveOptions
+from ...result import Result, Verification
+from ...status import Status
+from ..base import Extracted, Kind, Objective, finish, run_model
+from . import formulations as F
+from . import verify as V
+from .data import ClusterArrays, GpuClusterInstance, GpuJob
+from .generate import generate
+
+__all__ = ["KIND", "GpuClusterInstance", "GpuClusterKind", "GpuJob", "PersistentPolicy", "generate"]
+
+# Measured on Gavel-generated instances (benchmarks/bench_gpu_cluster.py, notes on issue 2):
+# interior point is several times faster than dual simplex on these LPs from a cold start.
+DEFAULT_LP_METHOD = "ipm"
+
+
+def agnostic_throughputs(arr: ClusterArrays) -> np.ndarray:
+    """The heterogeneity-agnostic view: every usable GPU type is equal.
+
+    Each job runs at one throughput on every type it can use (its mean over those
+    types). For max-min fairness this is the same as treating every throughput as 1
+    (the ratio ``thr / p`` does not depend on the job's constant); for makespan it keeps
+    steps and seconds consistent instead of hard-coding one type (Gavel uses V100's).
+    """
+    usable = arr.thr > 0
+    mean = arr.thr.sum(axis=1) / usable.sum(axis=1)
+    return usable * mean[:, None]
+
+
+def _require_steps(inst: GpuClusterInstance) -> None:
+    for i, job in enumerate(inst.jobs):
+        if job.steps_remaining is None:
+            raise InstanceError(
+                "required for the makespan objective (steps the job still has to run)",
+                f"jobs[{i}].steps_remaining",
+            )
+
+
+class GpuClusterKind(Kind):
+    name = "gpu_cluster"
+    description = "GPU cluster with several accelerator types (Gavel's policies)"
+    objectives = (
+        Objective("max_min_fairness", "Gavel's heterogeneity-aware LAS: maximise the smallest "
+                  "normalised throughput scale_factor*thr/(weight*p)", "normalised throughput", "max"),
+        Objective("makespan", "exact minimum time to finish every job's steps_remaining", "s", "min"),
+    )
+    instance_model = GpuClusterInstance
+    params = {"agnostic": "allocate as if every GPU type were equal (heterogeneity-agnostic baseline)"}
+
+    def build(self, instance: GpuClusterInstance, objective: str, agnostic: bool = False) -> pyo.ConcreteModel:
+        arr = instance.arrays
+        thr = agnostic_throughputs(arr) if agnostic else None
+        if objective == "max_min_fairness":
+            return F.build_max_min_fairness(arr, thr)
+        if objective == "makespan":
+            _require_steps(instance)
+            if agnostic:
+                # all types equal: steps are read as seconds of work at throughput 1
+                return F.build_makespan(arr, thr)
+            return F.build_makespan(arr)
+        raise KeyError(objective)
+
+    def solve(self, instance: GpuClusterInstance, objective: str, options: SolveOptions,
+              agnostic: bool = False) -> Result:
+        result, _ = self.solve_persistent(instance, objective, options, agnostic)
+        return result
+
+    def solve_persistent(self, instance: GpuClusterInstance, objective: str, options: SolveOptions,
+                         agnostic: bool = False) -> tuple[Result, HighsModel]:
+        if objective == "makespan":
+            _require_steps(instance)
+        holder: dict[str, pyo.ConcreteModel] = {}
+
+        def build() -> pyo.ConcreteModel:
+            holder["m"] = self.build(instance, objective, agnostic)
+            return holder["m"]
+
+        def extract(cm: CompiledModel, raw: RawSolution) -> Extracted:
+            return self.extract(instance, objective, holder["m"], cm, raw, agnostic)
+
+        info = {"agnostic": bool(agnostic), "lp_method": options.lp_method if options.lp_method != "auto" else DEFAULT_LP_METHOD}
+        result, hm = run_model(self, instance, objective, options, build, extract, DEFAULT_LP_METHOD, info)
+        if agnostic and result.status.has_solution:
+            # bound and gap refer to the agnostic LP, not to the true objective reported
+            from dataclasses import replace
+            result = replace(result, bound=None, gap=None)
+        return result, hm
+
+    def extract(self, instance: GpuClusterInstance, objective: str, m: pyo.ConcreteModel,
+                cm: CompiledModel, raw: RawSolution, agnostic: bool = False,
+                z_scale: float = 1.0) -> Extracted:
+        arr = instance.arrays
+        pairs: F.Pairs = m._pairs
+        x = raw.values(cm, m.alloc, range(len(pairs)))
+        x = np.where(np.abs(x) < 1e-10, 0.0, x)
+        X = np.zeros((arr.num_jobs, len(arr.types)))
+        X[pairs.job, pairs.type] = x
+        z = raw.value(cm, m.z)
+        thr_eff = V.effective_throughput(arr, X)
+        share = X.sum(axis=1)
+        allocation = pd.DataFrame({
+            "job": [arr.job_ids[i] for i in pairs.job],
+            "worker_type": [arr.types[t] for t in pairs.type],
+            "fraction": x,
+        })
+        jobs = pd.DataFrame({"job": arr.job_ids, "time_share": share, "throughput": thr_eff})
+        info: dict[str, Any] = {}
+        status = None
+        termination = None
+        if objective == "max_min_fairness":
+            p = arr.proportional_throughput()
+            jobs["normalized_throughput"] = arr.scale * thr_eff / (arr.weight * p)
+            if agnostic:
+                value = float(jobs["normalized_throughput"].min())
+                info["agnostic_lp_value"] = z / float(pyo.value(m.kappa)) * z_scale
+            else:
+                value = z / float(pyo.value(m.kappa)) * z_scale
+        else:
+            t_ref = float(pyo.value(m.t_ref))
+            with np.errstate(divide="ignore"):
+                jobs["finish_s"] = np.where(thr_eff > 0, arr.steps / np.where(thr_eff > 0, thr_eff, 1), np.inf)
+            if z <= 1e-9:
+                status, termination = Status.INFEASIBLE, "some job can make no progress"
+                value = None
+            elif agnostic:
+                value = float(jobs["finish_s"].max())
+                info["agnostic_lp_value"] = t_ref / z
+            else:
+                value = t_ref / z
+        return Extracted(value, {"allocation": allocation, "jobs": jobs}, info, status, termination)
+
+    def verify(self, instance: GpuClusterInstance, result: Result) -> Verification:
+        return V.verify(instance, result.objective, result.objective_value, result.tables["allocation"])
+
+
+KIND = GpuClusterKind()
+
+
+class PersistentPolicy:
+    """A ``gpu_cluster`` policy kept in one live HiGHS model for fast re-solves.
+
+    Scheduler loops call :meth:`solve` every round and :meth:`update_workers` when the
+    cluster changes (a node fails or joins); HiGHS restarts from the previous basis.
+
+    Examples
+    --------
+    >>> policy = PersistentPolicy(instance, "max_min_fairness")   # doctest: +SKIP
+    >>> first = policy.solve()                                    # doctest: +SKIP
+    >>> policy.update_workers({"v100": 32})                       # doctest: +SKIP
+    >>> second = policy.solve()  # warm start                      # doctest: +SKIP
+    """
+
+    def __init__(self, instance: GpuClusterInstance, objective: str = "max_min_fairness",
+                 options: SolveOptions | None = None, agnostic: bool = False):
+        self.objective = KIND.resolve_objective(instance, objective)
+        self.options = options or SolveOptions()
+        self.agnostic = agnostic
+        self._instance0 = instance
+        self.instance = instance
+        self._model = KIND.build(instance, self.objective, agnostic)
+        from ...highs import compile_model
+        import time
+        t0 = time.perf_counter()
+        self._cm = compile_model(self._model)
+        self._hm = HighsModel(self._cm)
+        self._transfer_s = time.perf_counter() - t0
+        self._p0 = instance.arrays.proportional_throughput(
+            agnostic_throughputs(instance.arrays) if agnostic else None)
+        self._ratio = np.ones(instance.arrays.num_jobs)
+
+    @property
+    def highs_model(self) -> HighsModel:
+        return self._hm
+
+    def update_workers(self, workers: Mapping[str, int]) -> None:
+        """Change worker counts (types must already exist in the instance)."""
+        new = dict(self.instance.workers)
+        for t, n in workers.items():
+            if t not in new:
+                raise InstanceError(f"unknown worker type {t!r}; the cluster has: {', '.join(new)}", f"workers.{t}")
+            new[t] = n
+        inst = GpuClusterInstance.from_dict({**self.instance.to_dict(), "workers": new})
+        arr = inst.arrays
+        m, hm = self._model, self._hm
+        for g in range(len(arr.types)):
+            hm.set_row_bounds(m.c_capacity[g], None, float(arr.workers[g]))
+        pairs: F.Pairs = m._pairs
+        old = self.instance.arrays.allowed[pairs.job, pairs.type]
+        fits = arr.allowed[pairs.job, pairs.type]
+        for k in np.nonzero(old != fits)[0]:
+            hm.set_col_bounds(m._alloc_list[k], 0.0, 1.0 if fits[k] else 0.0)
+        if self.objective == "max_min_fairness":
+            thr = agnostic_throughputs(arr) if self.agnostic else None
+            p = arr.proportional_throughput(thr)
+            ratio = p / self._p0
+            h = hm.highs
+            zcol = self._cm.column(m.z)
+            for i in np.nonzero(np.abs(ratio - self._ratio) > 0)[0]:
+                h.changeCoeff(hm.row(m.c_fair[int(i)]), zcol, -float(ratio[i]))
+            self._ratio = ratio
+        self.instance = inst
+
+    def solve(self) -> Result:
+        import time
+        t0 = time.perf_counter()
+        raw = self._hm.solve(self.options, DEFAULT_LP_METHOD)
+        t1 = time.perf_counter()
+
+        def extract(cm: CompiledModel, r: RawSolution) -> Extracted:
+            return KIND.extract(self.instance, self.objective, self._model, cm, r, self.agnostic)
+
+        res = finish(KIND, self.instance, self.objective, self._cm, raw, extract, {"agnostic": self.agnostic, "warm": True})
+        from dataclasses import replace
+        t2 = time.perf_counter()
+        timings = {"build_s": 0.0, "transfer_s": 0.0, "solve_s": raw.solve_s, "load_s": t2 - t1}
+        if self.agnostic and res.status.has_solution:
+            res = replace(res, bound=None, gap=None)
+        return replace(res, timings=timings, runtime_s=t2 - t0)

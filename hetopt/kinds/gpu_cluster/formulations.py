@@ -1,0 +1,134 @@
+"""Pyomo formulations of the ``gpu_cluster`` policies (see ``models/gpu_cluster.md``).
+
+Every builder is a pure function of :class:`ClusterArrays`: it returns a Pyomo model and
+never solves. Variables exist only for (job, type) pairs with positive throughput, so
+the model grows with the pairs a job can use, not with jobs x types. Row blocks are
+:class:`~hetopt.pyomo_ext.LinearRows` (vectorised Pyomo constraints): building 20,000
+jobs takes a few numpy operations plus the Pyomo variables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyomo.environ as pyo
+
+from ...pyomo_ext import LinearRows
+from .data import ClusterArrays
+
+INF = float("inf")
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """The (job, type) pairs with positive throughput, in column order."""
+
+    job: np.ndarray
+    type: np.ndarray
+
+    @classmethod
+    def of(cls, arr: ClusterArrays) -> Pairs:
+        # job-major order: each job's columns are adjacent
+        job, typ = np.nonzero(arr.thr > 0)
+        return cls(job.astype(np.int64), typ.astype(np.int64))
+
+    def __len__(self) -> int:
+        return len(self.job)
+
+
+def _base(arr: ClusterArrays, pairs: Pairs) -> pyo.ConcreteModel:
+    """Sets, the allocation variables, ``z`` and the two resource constraints.
+
+    Pairs whose type has fewer GPUs than the job's ``scale_factor`` get a column with
+    upper bound 0, so a capacity change in a persistent model can open them.
+    """
+    m = pyo.ConcreteModel(name="gpu_cluster")
+    n, K = arr.num_jobs, len(pairs)
+    m.JOBS = pyo.RangeSet(0, n - 1)
+    m.TYPES = pyo.Set(initialize=arr.types, ordered=True)
+    m.PAIRS = pyo.RangeSet(0, K - 1)
+    m.alloc = pyo.Var(m.PAIRS, bounds=(0.0, 1.0))
+    alloc = list(m.alloc.values())
+    fits = arr.allowed[pairs.job, pairs.type]
+    for k in np.nonzero(~fits)[0]:
+        alloc[k].setub(0.0)
+    m.z = pyo.Var(bounds=(0.0, None))
+    m._pairs = pairs
+    m._alloc_list = alloc
+
+    k = np.arange(K)
+    # c_time[i]: sum_t alloc[i,t] <= 1
+    m.c_time = LinearRows.from_coo(pairs.job, k, np.ones(K), n, np.full(n, -INF), np.ones(n), alloc)
+    # c_capacity[t]: sum_i scale_i * alloc[i,t] <= workers[t]
+    T = len(arr.types)
+    m.c_capacity = LinearRows.from_coo(
+        pairs.type, k, arr.scale[pairs.job], T, np.full(T, -INF), arr.workers.astype(float), alloc
+    )
+    return m
+
+
+def _per_job_rows(m: pyo.ConcreteModel, pairs: Pairs, n: int, coef: np.ndarray) -> LinearRows:
+    """``sum_t coef[k] * alloc[k] - z >= 0`` for every job (columns: alloc..., z)."""
+    K = len(pairs)
+    rows = np.concatenate([pairs.job, np.arange(n)])
+    cols = np.concatenate([np.arange(K), np.full(n, K)])
+    vals = np.concatenate([coef, -np.ones(n)])
+    return LinearRows.from_coo(rows, cols, vals, n, np.zeros(n), np.full(n, INF), [*m._alloc_list, m.z])
+
+
+def contention(arr: ClusterArrays) -> float:
+    """Scale factor that keeps the max-min objective O(1): GPUs wanted / GPUs present."""
+    return max(1.0, float(arr.scale.sum() / arr.workers.sum()))
+
+
+def max_min_coefficients(arr: ClusterArrays, thr: np.ndarray) -> np.ndarray:
+    """``scale_i * thr[i,t] / (weight_i * p_i)`` for every job and type."""
+    p = arr.proportional_throughput(thr)
+    return (arr.scale / (arr.weight * p))[:, None] * thr
+
+
+def build_max_min_fairness(arr: ClusterArrays, thr: np.ndarray | None = None) -> pyo.ConcreteModel:
+    """Gavel's heterogeneity-aware max-min fairness LP.
+
+    ``thr`` overrides the throughputs used to *allocate* (the agnostic baseline). The
+    objective variable is ``z = kappa * min_i value_i`` with ``kappa`` =
+    :func:`contention`, so it is O(1) however oversubscribed the cluster is.
+    """
+    thr = arr.thr if thr is None else thr
+    pairs = Pairs.of(arr)
+    m = _base(arr, pairs)
+    kappa = contention(arr)
+    m.kappa = pyo.Param(initialize=kappa, mutable=False)
+    coef = max_min_coefficients(arr, thr)[pairs.job, pairs.type] * kappa
+    # c_fair[i]: sum_t kappa * scale_i * thr[i,t] / (weight_i * p_i) * alloc[i,t] >= z
+    m.c_fair = _per_job_rows(m, pairs, arr.num_jobs, coef)
+    m.obj = pyo.Objective(expr=m.z, sense=pyo.maximize)
+    return m
+
+
+def makespan_reference(arr: ClusterArrays, thr: np.ndarray) -> float:
+    """A lower bound on the makespan, used to scale the makespan LP (z in (0, 1]).
+
+    The larger of (a) the longest job on its fastest usable type full time and (b) the
+    GPU-seconds all jobs need on their fastest types divided by the GPUs present.
+    """
+    best = np.where(arr.allowed, thr, 0.0).max(axis=1)
+    per_job = arr.steps / best
+    total = float((arr.scale * per_job).sum() / arr.workers.sum())
+    return max(float(per_job.max()), total)
+
+
+def build_makespan(arr: ClusterArrays, thr: np.ndarray | None = None) -> pyo.ConcreteModel:
+    """Exact minimum-makespan LP: maximise ``z = t_ref / T`` subject to
+    ``sum_t thr[i,t] * t_ref / steps_i * alloc[i,t] >= z`` for every job."""
+    thr = arr.thr if thr is None else thr
+    pairs = Pairs.of(arr)
+    m = _base(arr, pairs)
+    t_ref = makespan_reference(arr, thr)
+    m.t_ref = pyo.Param(initialize=t_ref, mutable=False)
+    coef = (thr * (t_ref / arr.steps)[:, None])[pairs.job, pairs.type]
+    # c_progress[i]: sum_t thr[i,t] * t_ref / steps_i * alloc[i,t] >= z
+    m.c_progress = _per_job_rows(m, pairs, arr.num_jobs, coef)
+    m.obj = pyo.Objective(expr=m.z, sense=pyo.maximize)
+    return m

@@ -1,0 +1,219 @@
+"""The result of a solve: status, numbers, tidy tables and an independent check."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .status import Status
+
+
+@dataclass(frozen=True)
+class Verification:
+    """Outcome of the independent verifier.
+
+    The verifier re-checks a solution from the instance and the result tables alone
+    (never from the Pyomo model): capacities, time shares, precedences, deadlines, and
+    the objective recomputed from the solution.
+    """
+
+    ok: bool
+    objective_value: float | None = None
+    """The objective as the verifier recomputed it from the tables."""
+    violations: tuple[str, ...] = ()
+    """One readable line per violated check (empty when ``ok``)."""
+    checks: tuple[str, ...] = ()
+    """Names of the checks that were run."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "objective_value": _num(self.objective_value),
+            "violations": list(self.violations),
+            "checks": list(self.checks),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Verification:
+        return cls(
+            ok=bool(d.get("ok", False)),
+            objective_value=d.get("objective_value"),
+            violations=tuple(d.get("violations", ())),
+            checks=tuple(d.get("checks", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Result:
+    """What :func:`hetopt.solve` returns.
+
+    Attributes
+    ----------
+    kind, objective
+        The instance kind and the objective that was optimised.
+    status
+        Coarse :class:`~hetopt.Status`; ``termination`` is the solver's exact wording.
+    objective_value
+        The objective in the kind's documented unit (``None`` without a solution).
+    bound, gap
+        Best proven bound and relative gap ``|value - bound| / |value|``
+        (0 for a proven-optimal LP; ``None`` when unknown).
+    runtime_s
+        Wall-clock time of the whole solve (build + transfer + solver + load).
+    tables
+        Tidy pandas DataFrames, e.g. ``allocation(job, worker_type, fraction)``.
+    verification
+        The independent verifier's verdict on this solution.
+    timings
+        Seconds per phase: ``build_s``, ``transfer_s``, ``solve_s`` (HiGHS), ``load_s``.
+    info
+        Extra facts (method used, levels solved, iteration counts, ...).
+    """
+
+    kind: str
+    objective: str
+    status: Status
+    termination: str
+    objective_value: float | None = None
+    bound: float | None = None
+    gap: float | None = None
+    runtime_s: float = 0.0
+    tables: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+    verification: Verification | None = None
+    timings: Mapping[str, float] = field(default_factory=dict)
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> pd.DataFrame:
+        # ``result.allocation`` as a shortcut for ``result.tables["allocation"]``
+        tables = self.__dict__.get("tables", {})
+        if name in tables:
+            return tables[name]
+        raise AttributeError(name)
+
+    @property
+    def ok(self) -> bool:
+        """True when there is a solution and the verifier accepted it."""
+        return self.status.has_solution and (self.verification is None or self.verification.ok)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict. Keys ``kind, objective, status, objective_value, bound, gap,
+        runtime_s, tables`` are a fixed contract; others may be added."""
+        return {
+            "kind": self.kind,
+            "objective": self.objective,
+            "status": self.status.value,
+            "termination": self.termination,
+            "objective_value": _num(self.objective_value),
+            "bound": _num(self.bound),
+            "gap": _num(self.gap),
+            "runtime_s": _num(self.runtime_s),
+            "tables": {name: _records(df) for name, df in self.tables.items()},
+            "verification": self.verification.to_dict() if self.verification else None,
+            "timings": {k: _num(v) for k, v in self.timings.items()},
+            "info": _jsonable(dict(self.info)),
+        }
+
+    def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
+        """Serialise to JSON; also write it to ``path`` if given."""
+        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+        if path is not None:
+            Path(path).write_text(text + "\n")
+        return text
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Result:
+        """Rebuild a result from :meth:`to_dict` output (e.g. for plotting)."""
+        ver = d.get("verification")
+        return cls(
+            kind=d["kind"],
+            objective=d["objective"],
+            status=Status(d["status"]),
+            termination=d.get("termination", ""),
+            objective_value=d.get("objective_value"),
+            bound=d.get("bound"),
+            gap=d.get("gap"),
+            runtime_s=d.get("runtime_s") or 0.0,
+            tables={k: pd.DataFrame.from_records(v) for k, v in (d.get("tables") or {}).items()},
+            verification=Verification.from_dict(ver) if ver else None,
+            timings=d.get("timings") or {},
+            info=d.get("info") or {},
+        )
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> Result:
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    def __str__(self) -> str:
+        lines = [f"hetopt {self.kind} / {self.objective}: {self.status.value} ({self.termination})"]
+        if self.objective_value is not None:
+            lines.append(f"  objective value : {self.objective_value:.10g}")
+        if self.bound is not None:
+            lines.append(f"  bound           : {self.bound:.10g}")
+        if self.gap is not None:
+            lines.append(f"  gap             : {self.gap:.3%}")
+        t = self.timings
+        split = ", ".join(f"{k[:-2]} {v:.3f}" for k, v in t.items() if k.endswith("_s"))
+        lines.append(f"  runtime         : {self.runtime_s:.3f} s" + (f" ({split})" if split else ""))
+        if self.verification is not None:
+            v = self.verification
+            if v.ok:
+                lines.append(f"  verified        : yes ({len(v.checks)} checks)")
+            else:
+                lines.append(f"  verified        : NO, {len(v.violations)} violation(s)")
+                lines.extend(f"    - {x}" for x in v.violations[:5])
+        for key, val in self.info.items():
+            if isinstance(val, str | int | float | bool) and key not in ("objective",):
+                lines.append(f"  {key:<16}: {val}")
+        for name, df in self.tables.items():
+            lines.append(f"  table {name}: {len(df)} rows")
+        return "\n".join(lines)
+
+
+def _num(x: Any) -> Any:
+    if x is None:
+        return None
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return x
+    if math.isnan(f):
+        return None
+    if math.isinf(f):
+        return "inf" if f > 0 else "-inf"
+    return f
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    out = []
+    cols = list(df.columns)
+    for row in df.itertuples(index=False, name=None):
+        out.append({c: _jsonable(v) for c, v in zip(cols, row, strict=True)})
+    return out
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float):
+        return _num(v)
+    if v is None or isinstance(v, str | int | bool):
+        return v
+    if isinstance(v, pd.Timestamp):
+        return v.isoformat()
+    try:
+        if pd.isna(v):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return str(v)
