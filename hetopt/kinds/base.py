@@ -41,6 +41,10 @@ class Extracted:
     info: dict[str, Any] = field(default_factory=dict)
     status: Status | None = None  # override (e.g. a makespan LP whose z = 0 means infeasible)
     termination: str | None = None
+    bound: float | None = None
+    """The bound in the objective's own unit, when the LP/MIP objective is a scaled or
+    transformed version of it (e.g. ``z = t_ref / makespan``)."""
+    gap: float | None = None
 
 
 class Kind:
@@ -143,12 +147,16 @@ def finish(
     tables: dict[str, pd.DataFrame] = {}
     value = None
     extra: dict[str, Any] = dict(info or {})
-    extra.update({k: v for k, v in raw.info.items() if k in ("simplex_iterations", "ipm_iterations", "mip_nodes")})
+    extra.update({k: v for k, v in raw.info.items()
+                  if k in ("simplex_iterations", "ipm_iterations", "mip_nodes") and v > 0})
     bound, gap = raw.bound, raw.gap
     if status.has_solution:
         ex = extract(compiled, raw)
         value, tables = ex.objective_value, ex.tables
         extra.update(ex.info)
+        if ex.bound is not None:
+            bound = ex.bound
+            gap = ex.gap
         if ex.status is not None:
             status = ex.status
             termination = ex.termination or termination

@@ -144,7 +144,10 @@ class GpuClusterKind(Kind):
                 info["agnostic_lp_value"] = t_ref / z
             else:
                 value = t_ref / z
-        return Extracted(value, {"allocation": allocation, "jobs": jobs}, info, status, termination)
+        bound = gap = None
+        if value is not None and raw.status == Status.OPTIMAL:
+            bound, gap = value, 0.0  # an LP solved to optimality: the bound is the value
+        return Extracted(value, {"allocation": allocation, "jobs": jobs}, info, status, termination, bound, gap)
 
     def verify(self, instance: GpuClusterInstance, result: Result) -> Verification:
         return V.verify(instance, result.objective, result.objective_value, result.tables["allocation"])

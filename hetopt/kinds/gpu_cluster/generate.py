@@ -39,7 +39,7 @@ def parse_workers(text: str) -> dict[str, int]:
 def generate_jobs(
     num_jobs: int,
     rng: np.random.Generator,
-    worker_types: list[str],
+    workers: Mapping[str, int],
     table: ThroughputTable | None = None,
     multi_gpu: bool = True,
     priority_fraction: float = 0.0,
@@ -48,11 +48,13 @@ def generate_jobs(
     """Sample jobs the way Gavel's simulator does.
 
     Model uniform over the scale-factor-1 job table; scale factor 1/2/4/8 with
-    probability 0.70/0.10/0.15/0.05 (1 for models without a distributed variant);
+    probability 0.70/0.10/0.15/0.05 (1 for models without a distributed variant; halved
+    while larger than the biggest GPU type of the cluster);
     duration ``60 * 10**U(1.5, 3)`` s with probability 0.8, else ``60 * 10**U(3, 4)`` s;
     ``steps = duration * throughput on V100``; a ``priority_fraction`` of jobs get weight 5.
     """
     table = table or simulation_table()
+    worker_types = list(workers)
     missing = [t for t in worker_types if t not in table.worker_types]
     if missing:
         raise InstanceError(
@@ -61,6 +63,7 @@ def generate_jobs(
             "workers",
         )
     models = table.models(1)
+    biggest = max(workers.values()) if workers else 0
     jobs = []
     for k in range(num_jobs):
         model = models[int(rng.integers(len(models)))]
@@ -69,6 +72,8 @@ def generate_jobs(
             sf = int(rng.choice(SCALE_FACTORS, p=SCALE_PROBS))
             if (model, sf) not in table.solo:
                 sf = 1
+            while sf > 1 and sf > biggest:  # a small cluster cannot host it: halve
+                sf //= 2
         if rng.uniform() < 0.8:
             duration = 60.0 * 10 ** rng.uniform(1.5, 3.0)
         else:
@@ -102,7 +107,7 @@ def generate(
         raise InstanceError("must be at least 1", "jobs")
     w = parse_workers(workers) if isinstance(workers, str) else dict(workers)
     rng = np.random.default_rng(seed)
-    jobs = generate_jobs(num_jobs, rng, list(w), None, multi_gpu, priority_fraction)
+    jobs = generate_jobs(num_jobs, rng, w, None, multi_gpu, priority_fraction)
     data: dict = {"kind": "gpu_cluster", "workers": w, "jobs": jobs}
     if objective:
         data["objective"] = objective

@@ -1,0 +1,279 @@
+"""The ``hetopt`` command line.
+
+Exit codes (a fixed contract; other tools rely on them):
+
+==  =====================================================================
+0   optimal or feasible solution (``validate``: the instance is valid)
+1   internal error (solver crash, bug)
+2   usage error (bad flag, unknown objective or kind, bad option file)
+3   invalid instance (the message names the file, the field and what was expected)
+4   infeasible or unbounded
+5   no solution within the limits (time limit reached before any solution)
+==  =====================================================================
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from .errors import HetoptError, InstanceError, OptionsError
+from .status import Status
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_USAGE = 2
+EXIT_INVALID = 3
+EXIT_INFEASIBLE = 4
+EXIT_NO_SOLUTION = 5
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 optimal or feasible; 1 internal error; 2 usage error; "
+    "3 invalid instance; 4 infeasible or unbounded; 5 no solution within the limits."
+)
+
+STATUS_EXIT = {
+    Status.OPTIMAL: EXIT_OK,
+    Status.FEASIBLE: EXIT_OK,
+    Status.INFEASIBLE: EXIT_INFEASIBLE,
+    Status.UNBOUNDED: EXIT_INFEASIBLE,
+    Status.NO_SOLUTION: EXIT_NO_SOLUTION,
+    Status.ERROR: EXIT_INTERNAL,
+}
+
+# Sub-commands of ``hetopt generate`` / ``hetopt convert`` live next to their kind and
+# are imported only when used: name -> "module:attribute" (a click.Command).
+GENERATORS: dict[str, str] = {
+    "gpu-cluster": "hetopt.kinds.gpu_cluster.cli:generate_cmd",
+}
+CONVERTERS: dict[str, str] = {}
+# Extra top-level commands (e.g. ``simulate``): name -> "module:attribute".
+COMMANDS: dict[str, str] = {}
+
+
+def _die(code: int, message: str) -> NoReturn:
+    click.echo(f"hetopt: error: {message}", err=True)
+    sys.exit(code)
+
+
+def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn exceptions into one clear line on stderr and a documented exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from .kinds.base import UsageError
+
+        try:
+            return func(*args, **kwargs)
+        except InstanceError as exc:
+            _die(EXIT_INVALID, str(exc))
+        except (UsageError, OptionsError) as exc:
+            _die(EXIT_USAGE, str(exc))
+        except HetoptError as exc:
+            _die(EXIT_INTERNAL, str(exc))
+        except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # never a traceback for users
+            if os.environ.get("HETOPT_DEBUG"):
+                raise
+            _die(EXIT_INTERNAL, f"internal error: {type(exc).__name__}: {exc} (set HETOPT_DEBUG=1 for a traceback)")
+
+    return wrapper
+
+
+class LazyGroup(click.Group):
+    """A click group whose sub-commands are imported on first use."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy if lazy is not None else {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy:
+            module, _, attr = self.lazy[name].partition(":")
+            try:
+                return getattr(importlib.import_module(module), attr)
+            except ImportError as exc:  # an optional extra that is not installed
+                @click.command(name=name, help=f"(unavailable: {exc})")
+                def unavailable() -> None:
+                    _die(EXIT_USAGE, f"'{name}' needs a package that is not installed: {exc}")
+
+                return unavailable
+        return super().get_command(ctx, name)
+
+
+def _setup_logging(verbose: int) -> None:
+    """-v: the HiGHS log on stderr; -vv: hetopt's debug messages too."""
+    if verbose <= 0:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    target = logging.getLogger("hetopt.solver" if verbose == 1 else "hetopt")
+    target.addHandler(handler)
+    target.setLevel(logging.INFO if verbose == 1 else logging.DEBUG)
+    target.propagate = False
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog=EXIT_CODES_HELP)
+@click.version_option(package_name="hetopt")
+def main() -> None:
+    """hetopt: exact optimisation (Pyomo + HiGHS) for work on heterogeneous resources."""
+
+
+def _parse_param(values: tuple[str, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--param")
+        try:
+            out[key.replace("-", "_")] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key.replace("-", "_")] = raw
+    return out
+
+
+@main.command(epilog=EXIT_CODES_HELP)
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--objective", "-O", help="Objective name (overrides the instance's; see 'hetopt kinds').")
+@click.option("--agnostic", is_flag=True, default=None,
+              help="Heterogeneity-agnostic baseline: allocate as if every resource type were equal.")
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), help="Solver time limit in seconds.")
+@click.option("--gap", type=click.FloatRange(0, 1, max_open=True), help="Relative MIP gap to stop at.")
+@click.option("--threads", type=click.IntRange(min=1), help="Solver threads.")
+@click.option("--seed", type=click.IntRange(min=0), help="Solver random seed.")
+@click.option("--options", "options_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="TOML file of solve options (time_limit_s, mip_rel_gap, threads, seed, [highs_options]).")
+@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
+              help="Kind-specific parameter (value parsed as JSON when possible); repeatable.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the result JSON here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result JSON on stdout instead of the summary.")
+@click.option("--table", "show_tables", multiple=True, metavar="NAME", help="Also print this result table (repeatable).")
+@click.option("-v", "--verbose", count=True, help="Show the HiGHS log on stderr (-vv: debug).")
+@handle_errors
+def solve(file: Path, objective: str | None, agnostic: bool | None, time_limit: float | None,
+          gap: float | None, threads: int | None, seed: int | None, options_file: Path | None,
+          params: tuple[str, ...], output: Path | None, as_json: bool, show_tables: tuple[str, ...],
+          verbose: int) -> None:
+    """Solve an instance FILE (JSON or YAML) and print a summary."""
+    from .api import solve as api_solve
+    from .options import SolveOptions
+
+    _setup_logging(verbose)
+    opts = SolveOptions.from_file(options_file) if options_file else SolveOptions()
+    changes = {k: v for k, v in {"time_limit_s": time_limit, "mip_rel_gap": gap, "threads": threads,
+                                 "seed": seed}.items() if v is not None}
+    opts = opts.replace(**changes) if changes else opts
+    kw = _parse_param(params)
+    if agnostic:
+        kw["agnostic"] = True
+    result = api_solve(file, objective, opts, **kw)
+    if output is not None:
+        result.to_json(output)
+    if as_json:
+        click.echo(result.to_json())
+    else:
+        click.echo(str(result))
+        for name in show_tables:
+            if name not in result.tables:
+                click.echo(f"(no table {name!r}; tables: {', '.join(result.tables)})", err=True)
+                continue
+            click.echo(f"\n{name}:\n{result.tables[name].to_string(index=False)}")
+    sys.exit(STATUS_EXIT[result.status])
+
+
+@main.command(epilog=EXIT_CODES_HELP)
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@handle_errors
+def validate(file: Path) -> None:
+    """Check an instance FILE without solving it."""
+    from .instance import read_instance
+
+    inst = read_instance(file)
+    click.echo(f"{file}: valid {inst.kind} instance")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@handle_errors
+def kinds(as_json: bool) -> None:
+    """List the problem kinds and their objectives."""
+    from .kinds import get_kind, kind_names
+
+    data = {}
+    for name in kind_names():
+        k = get_kind(name)
+        data[name] = {
+            "description": k.description,
+            "objectives": {o.name: o.description for o in k.objectives},
+            "params": dict(k.params),
+        }
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    for name, d in data.items():
+        click.echo(f"{name}: {d['description']}")
+        for o, desc in d["objectives"].items():
+            click.echo(f"  {o:<32} {desc}")
+        for p, desc in d["params"].items():
+            click.echo(f"  param {p:<26} {desc}")
+
+
+@main.command()
+@click.argument("kind")
+@handle_errors
+def schema(kind: str) -> None:
+    """Print the JSON Schema of instance files of KIND."""
+    from .kinds import get_kind, kind_names
+    from .kinds.base import UsageError
+
+    if kind not in kind_names():
+        raise UsageError(f"unknown kind {kind!r}; expected one of: {', '.join(kind_names())}")
+    click.echo(json.dumps(get_kind(kind).instance_model.model_json_schema(), indent=2))
+
+
+@main.command(epilog=EXIT_CODES_HELP)
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["lp", "mps"]), required=True, help="Output format.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True, help="Output file.")
+@click.option("--objective", "-O", help="Objective name.")
+@click.option("--agnostic", is_flag=True, default=None, help="Export the heterogeneity-agnostic model.")
+@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE", help="Kind-specific parameter.")
+@handle_errors
+def export(file: Path, fmt: str, output: Path, objective: str | None, agnostic: bool | None,
+           params: tuple[str, ...]) -> None:
+    """Write the model of FILE as LP or MPS, for another solver."""
+    from .api import export_model
+
+    kw = _parse_param(params)
+    if agnostic:
+        kw["agnostic"] = True
+    export_model(file, output, fmt, objective, **kw)
+    click.echo(f"wrote {output}")
+
+
+@main.group(cls=LazyGroup, lazy=GENERATORS)
+def generate() -> None:
+    """Generate random instances from published distributions and real data."""
+
+
+@main.group(cls=LazyGroup, lazy=CONVERTERS)
+def convert() -> None:
+    """Convert standard benchmark formats to hetopt instances."""
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
