@@ -26,9 +26,7 @@ def load(instance: InstanceLike) -> tuple[Any, str | None]:
         return read_instance(instance), str(instance)
     if isinstance(instance, Mapping):
         return instance_from_dict(instance), None
-    raise TypeError(
-        f"expected an instance, a dict or a path, got {type(instance).__name__}"
-    )
+    raise TypeError(f"expected an instance, a dict or a path, got {type(instance).__name__}")
 
 
 def kind_of(instance: Any) -> Kind:
@@ -77,7 +75,9 @@ def solve(
         raise (exc.with_source(source) if source and not exc.source else exc) from None
 
 
-def build_model(instance: InstanceLike, objective: str | None = None, **params: Any) -> pyo.ConcreteModel:
+def build_model(
+    instance: InstanceLike, objective: str | None = None, **params: Any
+) -> pyo.ConcreteModel:
     """The Pyomo model hetopt would solve (for inspection or another solver)."""
     inst, source = load(instance)
     kind = kind_of(inst)
@@ -90,8 +90,11 @@ def build_model(instance: InstanceLike, objective: str | None = None, **params: 
 
 
 def export_model(
-    instance: InstanceLike, path: str | Path, fmt: str | None = None,
-    objective: str | None = None, **params: Any,
+    instance: InstanceLike,
+    path: str | Path,
+    fmt: str | None = None,
+    objective: str | None = None,
+    **params: Any,
 ) -> Path:
     """Write the model as LP or MPS (names as in the model cards)."""
     p = Path(path)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import json
 import logging
 import os
@@ -52,12 +53,24 @@ STATUS_EXIT = {
 
 # Sub-commands of ``hetopt generate`` / ``hetopt convert`` live next to their kind and
 # are imported only when used: name -> "module:attribute" (a click.Command).
+# Entries whose module is not present are hidden.
 GENERATORS: dict[str, str] = {
     "gpu-cluster": "hetopt.kinds.gpu_cluster.cli:generate_cmd",
+    "multicore": "hetopt.kinds.multicore.cli:generate_cmd",
+    "cpu-gpu": "hetopt.kinds.cpu_gpu.cli:generate_cmd",
+    "multi-resource": "hetopt.kinds.multi_resource.cli:generate_cmd",
+    "human-robot": "hetopt.kinds.human_robot.cli:generate_cmd",
+    "client-selection": "hetopt.kinds.client_selection.cli:generate_cmd",
 }
-CONVERTERS: dict[str, str] = {}
-# Extra top-level commands (e.g. ``simulate``): name -> "module:attribute".
-COMMANDS: dict[str, str] = {}
+CONVERTERS: dict[str, str] = {
+    "fjsp": "hetopt.formats.cli:convert_fjsp_cmd",
+    "gavel-trace": "hetopt.kinds.gpu_cluster.cli:convert_trace_cmd",
+}
+# Extra top-level commands: name -> "module:attribute".
+COMMANDS: dict[str, str] = {
+    "plot": "hetopt.plotting.cli:plot_cmd",
+    "simulate": "hetopt.rolling.cli:simulate_cmd",
+}
 
 
 def _die(code: int, message: str) -> NoReturn:
@@ -85,7 +98,10 @@ def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
         except Exception as exc:  # never a traceback for users
             if os.environ.get("HETOPT_DEBUG"):
                 raise
-            _die(EXIT_INTERNAL, f"internal error: {type(exc).__name__}: {exc} (set HETOPT_DEBUG=1 for a traceback)")
+            _die(
+                EXIT_INTERNAL,
+                f"internal error: {type(exc).__name__}: {exc} (set HETOPT_DEBUG=1 for a traceback)",
+            )
 
     return wrapper
 
@@ -97,18 +113,34 @@ class LazyGroup(click.Group):
         super().__init__(*args, **kwargs)
         self.lazy = lazy if lazy is not None else {}
 
+    def _present(self) -> dict[str, str]:
+        out = {}
+        for name, target in self.lazy.items():
+            module = target.partition(":")[0]
+            try:
+                if importlib.util.find_spec(module) is not None:
+                    out[name] = target
+            except ModuleNotFoundError:
+                pass
+        return out
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+        return sorted(set(super().list_commands(ctx)) | set(self._present()))
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name in self.lazy:
-            module, _, attr = self.lazy[name].partition(":")
+        present = self._present()
+        if name in present:
+            module, _, attr = present[name].partition(":")
             try:
-                return getattr(importlib.import_module(module), attr)
+                cmd = getattr(importlib.import_module(module), attr)
+                assert isinstance(cmd, click.Command)
+                return cmd
             except ImportError as exc:  # an optional extra that is not installed
-                @click.command(name=name, help=f"(unavailable: {exc})")
+                reason = str(exc)
+
+                @click.command(name=name, help=f"(unavailable: {reason})")
                 def unavailable() -> None:
-                    _die(EXIT_USAGE, f"'{name}' needs a package that is not installed: {exc}")
+                    _die(EXIT_USAGE, f"'{name}' needs a package that is not installed: {reason}")
 
                 return unavailable
         return super().get_command(ctx, name)
@@ -126,8 +158,12 @@ def _setup_logging(verbose: int) -> None:
     target.propagate = False
 
 
-@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]},
-             epilog=EXIT_CODES_HELP)
+@click.group(
+    cls=LazyGroup,
+    lazy=COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=EXIT_CODES_HELP,
+)
 @click.version_option(package_name="hetopt")
 def main() -> None:
     """hetopt: exact optimisation (Pyomo + HiGHS) for work on heterogeneous resources."""
@@ -148,34 +184,91 @@ def _parse_param(values: tuple[str, ...]) -> dict[str, Any]:
 
 @main.command(epilog=EXIT_CODES_HELP)
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--objective", "-O", help="Objective name (overrides the instance's; see 'hetopt kinds').")
-@click.option("--agnostic", is_flag=True, default=None,
-              help="Heterogeneity-agnostic baseline: allocate as if every resource type were equal.")
-@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), help="Solver time limit in seconds.")
-@click.option("--gap", type=click.FloatRange(0, 1, max_open=True), help="Relative MIP gap to stop at.")
+@click.option(
+    "--objective", "-O", help="Objective name (overrides the instance's; see 'hetopt kinds')."
+)
+@click.option(
+    "--agnostic",
+    is_flag=True,
+    default=None,
+    help="Heterogeneity-agnostic baseline: allocate as if every resource type were equal.",
+)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Solver time limit in seconds.",
+)
+@click.option(
+    "--gap", type=click.FloatRange(0, 1, max_open=True), help="Relative MIP gap to stop at."
+)
 @click.option("--threads", type=click.IntRange(min=1), help="Solver threads.")
 @click.option("--seed", type=click.IntRange(min=0), help="Solver random seed.")
-@click.option("--options", "options_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="TOML file of solve options (time_limit_s, mip_rel_gap, threads, seed, [highs_options]).")
-@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
-              help="Kind-specific parameter (value parsed as JSON when possible); repeatable.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write the result JSON here.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result JSON on stdout instead of the summary.")
-@click.option("--table", "show_tables", multiple=True, metavar="NAME", help="Also print this result table (repeatable).")
+@click.option(
+    "--options",
+    "options_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="TOML file of solve options (time_limit_s, mip_rel_gap, threads, seed, [highs_options]).",
+)
+@click.option(
+    "--param",
+    "-p",
+    "params",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Kind-specific parameter (value parsed as JSON when possible); repeatable.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the result JSON here.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the result JSON on stdout instead of the summary.",
+)
+@click.option(
+    "--table",
+    "show_tables",
+    multiple=True,
+    metavar="NAME",
+    help="Also print this result table (repeatable).",
+)
 @click.option("-v", "--verbose", count=True, help="Show the HiGHS log on stderr (-vv: debug).")
 @handle_errors
-def solve(file: Path, objective: str | None, agnostic: bool | None, time_limit: float | None,
-          gap: float | None, threads: int | None, seed: int | None, options_file: Path | None,
-          params: tuple[str, ...], output: Path | None, as_json: bool, show_tables: tuple[str, ...],
-          verbose: int) -> None:
+def solve(
+    file: Path,
+    objective: str | None,
+    agnostic: bool | None,
+    time_limit: float | None,
+    gap: float | None,
+    threads: int | None,
+    seed: int | None,
+    options_file: Path | None,
+    params: tuple[str, ...],
+    output: Path | None,
+    as_json: bool,
+    show_tables: tuple[str, ...],
+    verbose: int,
+) -> None:
     """Solve an instance FILE (JSON or YAML) and print a summary."""
     from .api import solve as api_solve
     from .options import SolveOptions
 
     _setup_logging(verbose)
     opts = SolveOptions.from_file(options_file) if options_file else SolveOptions()
-    changes = {k: v for k, v in {"time_limit_s": time_limit, "mip_rel_gap": gap, "threads": threads,
-                                 "seed": seed}.items() if v is not None}
+    changes = {
+        k: v
+        for k, v in {
+            "time_limit_s": time_limit,
+            "mip_rel_gap": gap,
+            "threads": threads,
+            "seed": seed,
+        }.items()
+        if v is not None
+    }
     opts = opts.replace(**changes) if changes else opts
     kw = _parse_param(params)
     if agnostic:
@@ -213,7 +306,7 @@ def kinds(as_json: bool) -> None:
     """List the problem kinds and their objectives."""
     from .kinds import get_kind, kind_names
 
-    data = {}
+    data: dict[str, dict[str, Any]] = {}
     for name in kind_names():
         k = get_kind(name)
         data[name] = {
@@ -247,14 +340,32 @@ def schema(kind: str) -> None:
 
 @main.command(epilog=EXIT_CODES_HELP)
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["lp", "mps"]), required=True, help="Output format.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True, help="Output file.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["lp", "mps"]), required=True, help="Output format."
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="Output file.",
+)
 @click.option("--objective", "-O", help="Objective name.")
-@click.option("--agnostic", is_flag=True, default=None, help="Export the heterogeneity-agnostic model.")
-@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE", help="Kind-specific parameter.")
+@click.option(
+    "--agnostic", is_flag=True, default=None, help="Export the heterogeneity-agnostic model."
+)
+@click.option(
+    "--param", "-p", "params", multiple=True, metavar="KEY=VALUE", help="Kind-specific parameter."
+)
 @handle_errors
-def export(file: Path, fmt: str, output: Path, objective: str | None, agnostic: bool | None,
-           params: tuple[str, ...]) -> None:
+def export(
+    file: Path,
+    fmt: str,
+    output: Path,
+    objective: str | None,
+    agnostic: bool | None,
+    params: tuple[str, ...],
+) -> None:
     """Write the model of FILE as LP or MPS, for another solver."""
     from .api import export_model
 

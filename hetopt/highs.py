@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import highspy
-import scipy.sparse  # noqa: F401  (imported here so the first compile does not pay for it)
 import numpy as np
 import pyomo.environ as pyo
+import scipy.sparse  # noqa: F401  (imported here so the first compile does not pay for it)
 from pyomo.core.base.component import ActiveComponent
 from pyomo.repn.plugins.standard_form import LinearStandardFormCompiler
 
@@ -438,7 +438,11 @@ class HighsModel:
             sol = h.getSolution()
             x = np.asarray(sol.col_value, dtype=float)
             if ms == _MS.kModelEmpty:
-                x = np.clip(np.zeros(self.compiled.num_col), self.compiled.col_lower, self.compiled.col_upper)
+                x = np.clip(
+                    np.zeros(self.compiled.num_col),
+                    self.compiled.col_lower,
+                    self.compiled.col_upper,
+                )
             objective = float(info.objective_function_value)
             if is_mip:
                 bound = float(info.mip_dual_bound)
@@ -483,7 +487,9 @@ def _set(h: Any, name: str, value: Any) -> None:
     if status != highspy.HighsStatus.kOk and isinstance(value, int) and not isinstance(value, bool):
         status = h.setOptionValue(name, float(value))
     if status != highspy.HighsStatus.kOk:
-        raise OptionsError(f"HiGHS rejected option {name}={value!r} (unknown name or invalid value)")
+        raise OptionsError(
+            f"HiGHS rejected option {name}={value!r} (unknown name or invalid value)"
+        )
 
 
 def solve_pyomo(

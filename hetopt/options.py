@@ -58,13 +58,17 @@ class SolveOptions:
         ):
             raise OptionsError(f"mip_rel_gap must be in [0, 1), got {self.mip_rel_gap!r}")
         if self.threads is not None and not (
-            isinstance(self.threads, int) and not isinstance(self.threads, bool) and self.threads >= 1
+            isinstance(self.threads, int)
+            and not isinstance(self.threads, bool)
+            and self.threads >= 1
         ):
             raise OptionsError(f"threads must be a whole number >= 1, got {self.threads!r}")
         if self.seed is not None and not (isinstance(self.seed, int) and self.seed >= 0):
             raise OptionsError(f"seed must be a whole number >= 0, got {self.seed!r}")
         if self.lp_method not in _METHODS:
-            raise OptionsError(f"lp_method must be one of {', '.join(_METHODS)}, got {self.lp_method!r}")
+            raise OptionsError(
+                f"lp_method must be one of {', '.join(_METHODS)}, got {self.lp_method!r}"
+            )
         if not isinstance(self.highs_options, Mapping):
             raise OptionsError("highs_options must be a table of option names to values")
         object.__setattr__(self, "highs_options", MappingProxyType(dict(self.highs_options)))

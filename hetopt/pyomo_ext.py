@@ -99,8 +99,16 @@ class LinearRows(MatrixConstraint):
         upper: Sequence[float | None] | np.ndarray,
         x: Sequence[Any],
     ):
-        lo = np.array([-INF if v is None else v for v in lower], dtype=float) if not isinstance(lower, np.ndarray) else lower.astype(float)
-        hi = np.array([INF if v is None else v for v in upper], dtype=float) if not isinstance(upper, np.ndarray) else upper.astype(float)
+        lo = (
+            np.array([-INF if v is None else v for v in lower], dtype=float)
+            if not isinstance(lower, np.ndarray)
+            else lower.astype(float)
+        )
+        hi = (
+            np.array([INF if v is None else v for v in upper], dtype=float)
+            if not isinstance(upper, np.ndarray)
+            else upper.astype(float)
+        )
         super().__init__(
             np.asarray(data, dtype=float),
             np.asarray(indices, dtype=np.int64),

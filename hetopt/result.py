@@ -160,7 +160,9 @@ class Result:
             lines.append(f"  gap             : {self.gap:.3%}")
         t = self.timings
         split = ", ".join(f"{k[:-2]} {v:.3f}" for k, v in t.items() if k.endswith("_s"))
-        lines.append(f"  runtime         : {self.runtime_s:.3f} s" + (f" ({split})" if split else ""))
+        lines.append(
+            f"  runtime         : {self.runtime_s:.3f} s" + (f" ({split})" if split else "")
+        )
         if self.verification is not None:
             v = self.verification
             if v.ok:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 import pyomo.environ as pyo
@@ -59,7 +59,7 @@ class Kind:
     description: str = ""
     objectives: tuple[Objective, ...] = ()
     instance_model: type[InstanceBase] = InstanceBase
-    params: Mapping[str, str] = {}
+    params: ClassVar[Mapping[str, str]] = {}
     """Extra keyword parameters :meth:`solve` accepts, with a one-line description."""
 
     def objective_names(self) -> list[str]:
@@ -147,8 +147,13 @@ def finish(
     tables: dict[str, pd.DataFrame] = {}
     value = None
     extra: dict[str, Any] = dict(info or {})
-    extra.update({k: v for k, v in raw.info.items()
-                  if k in ("simplex_iterations", "ipm_iterations", "mip_nodes") and v > 0})
+    extra.update(
+        {
+            k: v
+            for k, v in raw.info.items()
+            if k in ("simplex_iterations", "ipm_iterations", "mip_nodes") and v > 0
+        }
+    )
     bound, gap = raw.bound, raw.gap
     if status.has_solution:
         ex = extract(compiled, raw)

@@ -57,14 +57,25 @@ class GpuClusterKind(Kind):
     name = "gpu_cluster"
     description = "GPU cluster with several accelerator types (Gavel's policies)"
     objectives = (
-        Objective("max_min_fairness", "Gavel's heterogeneity-aware LAS: maximise the smallest "
-                  "normalised throughput scale_factor*thr/(weight*p)", "normalised throughput", "max"),
-        Objective("makespan", "exact minimum time to finish every job's steps_remaining", "s", "min"),
+        Objective(
+            "max_min_fairness",
+            "Gavel's heterogeneity-aware LAS: maximise the smallest "
+            "normalised throughput scale_factor*thr/(weight*p)",
+            "normalised throughput",
+            "max",
+        ),
+        Objective(
+            "makespan", "exact minimum time to finish every job's steps_remaining", "s", "min"
+        ),
     )
     instance_model = GpuClusterInstance
-    params = {"agnostic": "allocate as if every GPU type were equal (heterogeneity-agnostic baseline)"}
+    params = {
+        "agnostic": "allocate as if every GPU type were equal (heterogeneity-agnostic baseline)"
+    }
 
-    def build(self, instance: GpuClusterInstance, objective: str, agnostic: bool = False) -> pyo.ConcreteModel:
+    def build(
+        self, instance: GpuClusterInstance, objective: str, agnostic: bool = False
+    ) -> pyo.ConcreteModel:
         arr = instance.arrays
         thr = agnostic_throughputs(arr) if agnostic else None
         if objective == "max_min_fairness":
@@ -77,13 +88,23 @@ class GpuClusterKind(Kind):
             return F.build_makespan(arr)
         raise KeyError(objective)
 
-    def solve(self, instance: GpuClusterInstance, objective: str, options: SolveOptions,
-              agnostic: bool = False) -> Result:
+    def solve(
+        self,
+        instance: GpuClusterInstance,
+        objective: str,
+        options: SolveOptions,
+        agnostic: bool = False,
+    ) -> Result:
         result, _ = self.solve_persistent(instance, objective, options, agnostic)
         return result
 
-    def solve_persistent(self, instance: GpuClusterInstance, objective: str, options: SolveOptions,
-                         agnostic: bool = False) -> tuple[Result, HighsModel]:
+    def solve_persistent(
+        self,
+        instance: GpuClusterInstance,
+        objective: str,
+        options: SolveOptions,
+        agnostic: bool = False,
+    ) -> tuple[Result, HighsModel]:
         if objective == "makespan":
             _require_steps(instance)
         holder: dict[str, pyo.ConcreteModel] = {}
@@ -95,17 +116,30 @@ class GpuClusterKind(Kind):
         def extract(cm: CompiledModel, raw: RawSolution) -> Extracted:
             return self.extract(instance, objective, holder["m"], cm, raw, agnostic)
 
-        info = {"agnostic": bool(agnostic), "lp_method": options.lp_method if options.lp_method != "auto" else DEFAULT_LP_METHOD}
-        result, hm = run_model(self, instance, objective, options, build, extract, DEFAULT_LP_METHOD, info)
+        info = {
+            "agnostic": bool(agnostic),
+            "lp_method": options.lp_method if options.lp_method != "auto" else DEFAULT_LP_METHOD,
+        }
+        result, hm = run_model(
+            self, instance, objective, options, build, extract, DEFAULT_LP_METHOD, info
+        )
         if agnostic and result.status.has_solution:
             # bound and gap refer to the agnostic LP, not to the true objective reported
             from dataclasses import replace
+
             result = replace(result, bound=None, gap=None)
         return result, hm
 
-    def extract(self, instance: GpuClusterInstance, objective: str, m: pyo.ConcreteModel,
-                cm: CompiledModel, raw: RawSolution, agnostic: bool = False,
-                z_scale: float = 1.0) -> Extracted:
+    def extract(
+        self,
+        instance: GpuClusterInstance,
+        objective: str,
+        m: pyo.ConcreteModel,
+        cm: CompiledModel,
+        raw: RawSolution,
+        agnostic: bool = False,
+        z_scale: float = 1.0,
+    ) -> Extracted:
         arr = instance.arrays
         pairs: F.Pairs = m._pairs
         x = raw.values(cm, m.alloc, range(len(pairs)))
@@ -115,11 +149,13 @@ class GpuClusterKind(Kind):
         z = raw.value(cm, m.z)
         thr_eff = V.effective_throughput(arr, X)
         share = X.sum(axis=1)
-        allocation = pd.DataFrame({
-            "job": [arr.job_ids[i] for i in pairs.job],
-            "worker_type": [arr.types[t] for t in pairs.type],
-            "fraction": x,
-        })
+        allocation = pd.DataFrame(
+            {
+                "job": [arr.job_ids[i] for i in pairs.job],
+                "worker_type": [arr.types[t] for t in pairs.type],
+                "fraction": x,
+            }
+        )
         jobs = pd.DataFrame({"job": arr.job_ids, "time_share": share, "throughput": thr_eff})
         info: dict[str, Any] = {}
         status = None
@@ -135,7 +171,9 @@ class GpuClusterKind(Kind):
         else:
             t_ref = float(pyo.value(m.t_ref))
             with np.errstate(divide="ignore"):
-                jobs["finish_s"] = np.where(thr_eff > 0, arr.steps / np.where(thr_eff > 0, thr_eff, 1), np.inf)
+                jobs["finish_s"] = np.where(
+                    thr_eff > 0, arr.steps / np.where(thr_eff > 0, thr_eff, 1), np.inf
+                )
             if z <= 1e-9:
                 status, termination = Status.INFEASIBLE, "some job can make no progress"
                 value = None
@@ -147,10 +185,14 @@ class GpuClusterKind(Kind):
         bound = gap = None
         if value is not None and raw.status == Status.OPTIMAL:
             bound, gap = value, 0.0  # an LP solved to optimality: the bound is the value
-        return Extracted(value, {"allocation": allocation, "jobs": jobs}, info, status, termination, bound, gap)
+        return Extracted(
+            value, {"allocation": allocation, "jobs": jobs}, info, status, termination, bound, gap
+        )
 
     def verify(self, instance: GpuClusterInstance, result: Result) -> Verification:
-        return V.verify(instance, result.objective, result.objective_value, result.tables["allocation"])
+        return V.verify(
+            instance, result.objective, result.objective_value, result.tables["allocation"]
+        )
 
 
 KIND = GpuClusterKind()
@@ -170,22 +212,30 @@ class PersistentPolicy:
     >>> second = policy.solve()  # warm start                      # doctest: +SKIP
     """
 
-    def __init__(self, instance: GpuClusterInstance, objective: str = "max_min_fairness",
-                 options: SolveOptions | None = None, agnostic: bool = False):
+    def __init__(
+        self,
+        instance: GpuClusterInstance,
+        objective: str = "max_min_fairness",
+        options: SolveOptions | None = None,
+        agnostic: bool = False,
+    ):
         self.objective = KIND.resolve_objective(instance, objective)
         self.options = options or SolveOptions()
         self.agnostic = agnostic
         self._instance0 = instance
         self.instance = instance
         self._model = KIND.build(instance, self.objective, agnostic)
-        from ...highs import compile_model
         import time
+
+        from ...highs import compile_model
+
         t0 = time.perf_counter()
         self._cm = compile_model(self._model)
         self._hm = HighsModel(self._cm)
         self._transfer_s = time.perf_counter() - t0
         self._p0 = instance.arrays.proportional_throughput(
-            agnostic_throughputs(instance.arrays) if agnostic else None)
+            agnostic_throughputs(instance.arrays) if agnostic else None
+        )
         self._ratio = np.ones(instance.arrays.num_jobs)
 
     @property
@@ -197,7 +247,9 @@ class PersistentPolicy:
         new = dict(self.instance.workers)
         for t, n in workers.items():
             if t not in new:
-                raise InstanceError(f"unknown worker type {t!r}; the cluster has: {', '.join(new)}", f"workers.{t}")
+                raise InstanceError(
+                    f"unknown worker type {t!r}; the cluster has: {', '.join(new)}", f"workers.{t}"
+                )
             new[t] = n
         inst = GpuClusterInstance.from_dict({**self.instance.to_dict(), "workers": new})
         arr = inst.arrays
@@ -222,6 +274,7 @@ class PersistentPolicy:
 
     def solve(self) -> Result:
         import time
+
         t0 = time.perf_counter()
         raw = self._hm.solve(self.options, DEFAULT_LP_METHOD)
         t1 = time.perf_counter()
@@ -229,8 +282,17 @@ class PersistentPolicy:
         def extract(cm: CompiledModel, r: RawSolution) -> Extracted:
             return KIND.extract(self.instance, self.objective, self._model, cm, r, self.agnostic)
 
-        res = finish(KIND, self.instance, self.objective, self._cm, raw, extract, {"agnostic": self.agnostic, "warm": True})
+        res = finish(
+            KIND,
+            self.instance,
+            self.objective,
+            self._cm,
+            raw,
+            extract,
+            {"agnostic": self.agnostic, "warm": True},
+        )
         from dataclasses import replace
+
         t2 = time.perf_counter()
         timings = {"build_s": 0.0, "transfer_s": 0.0, "solve_s": raw.solve_s, "load_s": t2 - t1}
         if self.agnostic and res.status.has_solution:

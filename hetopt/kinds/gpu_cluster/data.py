@@ -71,7 +71,9 @@ class GpuClusterInstance(InstanceBase):
         seen: dict[str, int] = {}
         for i, job in enumerate(self.jobs):
             if job.id in seen:
-                raise fail(f"jobs[{i}].id", f"duplicate job id {job.id!r} (also jobs[{seen[job.id]}])")
+                raise fail(
+                    f"jobs[{i}].id", f"duplicate job id {job.id!r} (also jobs[{seen[job.id]}])"
+                )
             seen[job.id] = i
             for t in job.throughput:
                 if t not in self.workers:
@@ -80,7 +82,9 @@ class GpuClusterInstance(InstanceBase):
                         f"unknown worker type {t!r}; the cluster has: {', '.join(self.workers)}",
                     )
             runnable = [
-                t for t, v in job.throughput.items() if v > 0 and self.workers[t] >= job.scale_factor
+                t
+                for t, v in job.throughput.items()
+                if v > 0 and self.workers[t] >= job.scale_factor
             ]
             if not runnable:
                 raise fail(

@@ -57,13 +57,21 @@ def _base(arr: ClusterArrays, pairs: Pairs) -> pyo.ConcreteModel:
     m._pairs = pairs
     m._alloc_list = alloc
 
-    k = np.arange(K)
+    cols = np.arange(K)
     # c_time[i]: sum_t alloc[i,t] <= 1
-    m.c_time = LinearRows.from_coo(pairs.job, k, np.ones(K), n, np.full(n, -INF), np.ones(n), alloc)
+    m.c_time = LinearRows.from_coo(
+        pairs.job, cols, np.ones(K), n, np.full(n, -INF), np.ones(n), alloc
+    )
     # c_capacity[t]: sum_i scale_i * alloc[i,t] <= workers[t]
     T = len(arr.types)
     m.c_capacity = LinearRows.from_coo(
-        pairs.type, k, arr.scale[pairs.job], T, np.full(T, -INF), arr.workers.astype(float), alloc
+        pairs.type,
+        cols,
+        arr.scale[pairs.job],
+        T,
+        np.full(T, -INF),
+        arr.workers.astype(float),
+        alloc,
     )
     return m
 
@@ -74,7 +82,9 @@ def _per_job_rows(m: pyo.ConcreteModel, pairs: Pairs, n: int, coef: np.ndarray) 
     rows = np.concatenate([pairs.job, np.arange(n)])
     cols = np.concatenate([np.arange(K), np.full(n, K)])
     vals = np.concatenate([coef, -np.ones(n)])
-    return LinearRows.from_coo(rows, cols, vals, n, np.zeros(n), np.full(n, INF), [*m._alloc_list, m.z])
+    return LinearRows.from_coo(
+        rows, cols, vals, n, np.zeros(n), np.full(n, INF), [*m._alloc_list, m.z]
+    )
 
 
 def contention(arr: ClusterArrays) -> float:

@@ -41,7 +41,9 @@ def _parse_key(key: str, source: str) -> JobKey:
         model, sf = ast.literal_eval(key)
         return str(model), int(sf)
     except (ValueError, SyntaxError, TypeError):
-        raise InstanceError(f"bad job key {key!r}, expected \"('<model>', <scale_factor>)\"", None, source) from None
+        raise InstanceError(
+            f"bad job key {key!r}, expected \"('<model>', <scale_factor>)\"", None, source
+        ) from None
 
 
 def parse_table(raw: Mapping[str, object], source: str = "<table>") -> ThroughputTable:
@@ -56,7 +58,9 @@ def parse_table(raw: Mapping[str, object], source: str = "<table>") -> Throughpu
         for key, vals in entries.items():
             jk = _parse_key(key, source)
             if not isinstance(vals, dict) or "null" not in vals:
-                raise InstanceError("expected an object with a 'null' (solo) entry", f"{wtype}.{key}", source)
+                raise InstanceError(
+                    "expected an object with a 'null' (solo) entry", f"{wtype}.{key}", source
+                )
             solo.setdefault(jk, {})[wtype] = float(vals["null"])
             for other, ab in vals.items():
                 if other == "null":
@@ -83,7 +87,9 @@ def load_table(path: str | Path | None = None) -> ThroughputTable:
     except FileNotFoundError:
         raise InstanceError("no such file", None, str(p)) from None
     except json.JSONDecodeError as exc:
-        raise InstanceError(f"not valid JSON: {exc.msg} at line {exc.lineno}", None, str(p)) from None
+        raise InstanceError(
+            f"not valid JSON: {exc.msg} at line {exc.lineno}", None, str(p)
+        ) from None
     if not isinstance(raw, dict):
         raise InstanceError("expected an object of worker types", None, str(p))
     return parse_table(raw, str(p))

@@ -27,7 +27,9 @@ def parse_workers(text: str) -> dict[str, int]:
         try:
             n = int(count)
         except ValueError:
-            raise InstanceError(f"count for {name.strip()!r} must be a whole number, got {count!r}", "workers") from None
+            raise InstanceError(
+                f"count for {name.strip()!r} must be a whole number, got {count!r}", "workers"
+            ) from None
         if n < 0:
             raise InstanceError(f"count for {name.strip()!r} must be >= 0", "workers")
         out[name.strip()] = n

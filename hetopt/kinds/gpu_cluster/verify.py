@@ -33,31 +33,44 @@ def allocation_matrix(arr: ClusterArrays, allocation: pd.DataFrame) -> tuple[np.
     if bad.any():
         problems.append(f"{int(bad.sum())} allocation row(s) name an unknown job or worker type")
     ok = ~bad
-    np.add.at(X, (jobs[ok].astype(int).to_numpy(), types[ok].astype(int).to_numpy()),
-              df.loc[ok, "fraction"].to_numpy(dtype=float))
+    np.add.at(
+        X,
+        (jobs[ok].astype(int).to_numpy(), types[ok].astype(int).to_numpy()),
+        df.loc[ok, "fraction"].to_numpy(dtype=float),
+    )
     missing = set(arr.job_ids) - set(allocation["job"].astype(str))
     if missing:
-        problems.append(f"{len(missing)} job(s) missing from the allocation, e.g. {sorted(missing)[:3]}")
+        problems.append(
+            f"{len(missing)} job(s) missing from the allocation, e.g. {sorted(missing)[:3]}"
+        )
     return X, problems
 
 
-def check_allocation(arr: ClusterArrays, X: np.ndarray, extra_usage: np.ndarray | None = None) -> list[str]:
+def check_allocation(
+    arr: ClusterArrays, X: np.ndarray, extra_usage: np.ndarray | None = None
+) -> list[str]:
     """Feasibility checks on a solo allocation matrix."""
     problems: list[str] = []
     if (X < -ABS_TOL).any():
         i, t = np.argwhere(X < -ABS_TOL)[0]
-        problems.append(f"negative fraction {X[i, t]:.3g} for job {arr.job_ids[i]} on {arr.types[t]}")
+        problems.append(
+            f"negative fraction {X[i, t]:.3g} for job {arr.job_ids[i]} on {arr.types[t]}"
+        )
     share = X.sum(axis=1)
     over = share > 1 + REL_TOL
     if over.any():
         i = int(np.argmax(share))
-        problems.append(f"{int(over.sum())} job(s) get more than 100% of the time, e.g. job {arr.job_ids[i]}: {share[i]:.9f}")
+        problems.append(
+            f"{int(over.sum())} job(s) get more than 100% of the time, e.g. job {arr.job_ids[i]}: {share[i]:.9f}"
+        )
     used = (arr.scale[:, None] * X).sum(axis=0)
     if extra_usage is not None:
         used = used + extra_usage
     cap_over = used > arr.workers * (1 + REL_TOL) + ABS_TOL
     for t in np.nonzero(cap_over)[0]:
-        problems.append(f"worker type {arr.types[t]}: {used[t]:.6f} GPUs used > {arr.workers[t]:g} present")
+        problems.append(
+            f"worker type {arr.types[t]}: {used[t]:.6f} GPUs used > {arr.workers[t]:g} present"
+        )
     forbidden = (~arr.allowed) & (X > ABS_TOL)
     if forbidden.any():
         i, t = np.argwhere(forbidden)[0]
@@ -85,8 +98,12 @@ def makespan_value(arr: ClusterArrays, X: np.ndarray) -> float:
     return float(finish.max())
 
 
-def verify(instance: GpuClusterInstance, objective: str, objective_value: float | None,
-           allocation: pd.DataFrame) -> Verification:
+def verify(
+    instance: GpuClusterInstance,
+    objective: str,
+    objective_value: float | None,
+    allocation: pd.DataFrame,
+) -> Verification:
     arr = instance.arrays
     X, problems = allocation_matrix(arr, allocation)
     problems += check_allocation(arr, X)
@@ -100,4 +117,6 @@ def verify(instance: GpuClusterInstance, objective: str, objective_value: float 
         checks.append("objective")
         if objective_value is None or not np.isclose(value, objective_value, rtol=1e-5, atol=1e-9):
             problems.append(f"objective recomputed as {value:.9g}, result says {objective_value}")
-    return Verification(ok=not problems, objective_value=value, violations=tuple(problems), checks=tuple(checks))
+    return Verification(
+        ok=not problems, objective_value=value, violations=tuple(problems), checks=tuple(checks)
+    )

@@ -1,0 +1,1 @@
+"""Readers of standard benchmark formats (FJSP, Gavel traces, ...)."""

@@ -1,0 +1,126 @@
+"""The standard flexible job-shop (FJSP) text format (Brandimarte, Kacem, Fattahi, ...).
+
+Line 1: ``<jobs> <machines> [<average machines per operation>]``; then one line per job:
+``<#operations>`` followed, for each operation, by ``<#eligible machines>`` and that many
+``<machine> <processing time>`` pairs. Machine numbers are 1-based in the original
+papers and 0-based in some collections; :func:`read_fjsp` detects which (a file that uses
+machine ``M`` is 1-based; one that uses machine ``0`` is 0-based) and always returns
+0-based machines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InstanceError
+
+
+@dataclass(frozen=True)
+class FjspData:
+    """A parsed FJSP instance.
+
+    ``jobs[j][o]`` is operation ``o`` of job ``j``: a dict ``machine -> processing time``
+    (0-based machines). Each job is a chain: operation ``o`` precedes ``o + 1``.
+    """
+
+    name: str
+    num_machines: int
+    jobs: tuple[tuple[dict[int, int], ...], ...]
+
+    @property
+    def num_operations(self) -> int:
+        return sum(len(j) for j in self.jobs)
+
+
+def parse_fjsp(text: str, name: str = "fjsp", source: str | None = None) -> FjspData:
+    """Parse FJSP text; errors name the line."""
+    lines = [ln.split() for ln in text.splitlines()]
+    numbered = [(i + 1, ln) for i, ln in enumerate(lines) if ln]
+    if not numbered:
+        raise InstanceError("empty FJSP file", None, source)
+
+    def ints(lineno: int, toks: list[str]) -> list[int]:
+        out = []
+        for t in toks:
+            try:
+                out.append(int(float(t)) if float(t).is_integer() else _bad(lineno, t))
+            except ValueError:
+                _bad(lineno, t)
+        return out
+
+    def _bad(lineno: int, tok: str) -> int:
+        raise InstanceError(f"line {lineno}: expected a whole number, got {tok!r}", None, source)
+
+    head_no, head = numbered[0]
+    header = ints(head_no, head[:2])
+    if len(header) < 2:
+        raise InstanceError(f"line {head_no}: expected '<jobs> <machines>'", None, source)
+    n_jobs, n_machines = header
+    if n_jobs < 1 or n_machines < 1:
+        raise InstanceError(f"line {head_no}: jobs and machines must be >= 1", None, source)
+    body = numbered[1:]
+    if len(body) < n_jobs:
+        raise InstanceError(f"expected {n_jobs} job lines, found {len(body)}", None, source)
+    raw_jobs: list[list[list[tuple[int, int]]]] = []
+    used: set[int] = set()
+    for lineno, toks in body[:n_jobs]:
+        vals = ints(lineno, toks)
+        pos = 0
+        n_ops = vals[pos]
+        pos += 1
+        ops = []
+        for o in range(n_ops):
+            if pos >= len(vals):
+                raise InstanceError(f"line {lineno}: operation {o + 1} is missing", None, source)
+            k = vals[pos]
+            pos += 1
+            if k < 1 or pos + 2 * k > len(vals):
+                raise InstanceError(
+                    f"line {lineno}: operation {o + 1} lists {k} machines but the line ends",
+                    None,
+                    source,
+                )
+            pairs = [(vals[pos + 2 * q], vals[pos + 2 * q + 1]) for q in range(k)]
+            pos += 2 * k
+            for mach, p in pairs:
+                if p < 0:
+                    raise InstanceError(
+                        f"line {lineno}: negative processing time {p}", None, source
+                    )
+                used.add(mach)
+            ops.append(pairs)
+        if pos != len(vals):
+            raise InstanceError(
+                f"line {lineno}: {len(vals) - pos} extra number(s) after the last operation",
+                None,
+                source,
+            )
+        raw_jobs.append(ops)
+    one_based = n_machines in used or (0 not in used and used and max(used) == n_machines)
+    shift = 1 if one_based else 0
+    jobs = []
+    for ops in raw_jobs:
+        job = []
+        for pairs in ops:
+            d: dict[int, int] = {}
+            for mach, p in pairs:
+                m0 = mach - shift
+                if not 0 <= m0 < n_machines:
+                    raise InstanceError(
+                        f"machine {mach} out of range for {n_machines} machines", None, source
+                    )
+                d[m0] = p
+            job.append(d)
+        jobs.append(tuple(job))
+    return FjspData(name, n_machines, tuple(jobs))
+
+
+def read_fjsp(path: str | Path) -> FjspData:
+    """Read an FJSP text file."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise InstanceError("no such file", None, str(p)) from None
+    return parse_fjsp(text, p.stem, str(p))
