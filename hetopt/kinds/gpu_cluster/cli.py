@@ -57,3 +57,55 @@ def generate_cmd(
         click.echo(text)
     else:
         click.echo(f"wrote {output} ({num_jobs} jobs)", err=True)
+
+
+@click.command("gavel-trace")
+@click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--throughputs",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Gavel throughput table (JSON); default: the shipped simulation table.",
+)
+@click.option(
+    "--workers",
+    default="k80=36,p100=36,v100=36",
+    show_default=True,
+    help="GPU types and counts, TYPE=COUNT,...",
+)
+@click.option(
+    "--colocation",
+    is_flag=True,
+    help="Also import the table's co-location (space sharing) pairs for the trace's job types.",
+)
+@click.option("--objective", help="Objective to record in the instance.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Output file (default: stdout).",
+)
+@handle_errors
+def convert_trace_cmd(
+    trace: Path,
+    throughputs: Path | None,
+    workers: str,
+    colocation: bool,
+    objective: str | None,
+    output: Path | None,
+) -> None:
+    """Convert a Gavel physical-cluster trace (10 tab-separated fields) to a gpu_cluster
+    instance. Bad lines are reported with their line number (exit 3)."""
+    from .gavel import load_table
+    from .generate import parse_workers
+    from .trace import read_gavel_trace, trace_to_instance
+
+    table = load_table(throughputs)
+    records = read_gavel_trace(trace, table)
+    inst = trace_to_instance(
+        records, table, parse_workers(workers), objective, str(trace), colocation=colocation
+    )
+    text = inst.to_json(output)
+    if output is None:
+        click.echo(text)
+    else:
+        click.echo(f"wrote {output} ({len(records)} jobs)", err=True)

@@ -39,6 +39,25 @@ class GpuJob(_Strict):
     """SLO: the job should finish within this many seconds from now."""
     entity: str | None = None
     """User or team the job belongs to (entity weights in water-filling)."""
+    arrival_s: NonNegFloat | None = None
+    """When the job arrives (seconds from the start of a trace); kept for trace replay."""
+
+
+class Colocation(_Strict):
+    """Two jobs sharing the same GPUs (Gavel's space sharing).
+
+    A job of type ``job_types[0]`` runs at ``throughput[0]`` steps/s and one of type
+    ``job_types[1]`` at ``throughput[1]`` when both run on the same ``scale_factor`` GPUs
+    of ``worker_type``. Only jobs whose ``scale_factor`` equals the entry's pair; naming a
+    type twice allows two jobs of that type to share.
+    """
+
+    worker_type: Annotated[str, Field(min_length=1)]
+    job_types: Annotated[
+        list[Annotated[str, Field(min_length=1)]], Field(min_length=2, max_length=2)
+    ]
+    scale_factor: Annotated[int, Field(ge=1)] = 1
+    throughput: Annotated[list[NonNegFloat], Field(min_length=2, max_length=2)]
 
 
 class GpuClusterInstance(InstanceBase):
@@ -61,6 +80,9 @@ class GpuClusterInstance(InstanceBase):
     """Optional price of one GPU of each type per hour (``min_cost``)."""
     entity_weights: dict[str, PosFloat] | None = None
     """Optional weights of users/teams, split over their jobs (water-filling)."""
+    colocation: list[Colocation] | None = None
+    """Optional space-sharing throughputs of job-type pairs (``max_min_fairness`` and
+    ``makespan`` then also consider two jobs sharing GPUs)."""
 
     @model_validator(mode="after")
     def _cross_checks(self) -> GpuClusterInstance:
@@ -92,6 +114,31 @@ class GpuClusterInstance(InstanceBase):
                     f"job {job.id!r} can run on no worker type: it needs a positive throughput on a "
                     f"type with at least scale_factor={job.scale_factor} GPUs",
                 )
+        if self.colocation is not None:
+            seen_pairs: dict[tuple[str, str, str, int], int] = {}
+            for k, entry in enumerate(self.colocation):
+                if entry.worker_type not in self.workers:
+                    raise fail(
+                        f"colocation[{k}].worker_type",
+                        f"unknown worker type {entry.worker_type!r}; the cluster has: "
+                        f"{', '.join(self.workers)}",
+                    )
+                a, b = sorted(entry.job_types)
+                key = (entry.worker_type, a, b, entry.scale_factor)
+                if key in seen_pairs:
+                    raise fail(
+                        f"colocation[{k}]",
+                        f"duplicate entry for {a!r} + {b!r} on {entry.worker_type} at "
+                        f"scale_factor {entry.scale_factor} (also colocation[{seen_pairs[key]}])",
+                    )
+                seen_pairs[key] = k
+        if self.entity_weights is not None:
+            for i, job in enumerate(self.jobs):
+                if job.entity is not None and job.entity not in self.entity_weights:
+                    raise fail(
+                        f"jobs[{i}].entity",
+                        f"entity {job.entity!r} has no weight in entity_weights",
+                    )
         if self.cost_per_hour is not None:
             for t in self.cost_per_hour:
                 if t not in self.workers:
