@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -359,8 +360,7 @@ class HighsModel:
         _set(h, "time_limit", float(options.time_limit_s) if options.time_limit_s else INF)
         if options.mip_rel_gap is not None:
             _set(h, "mip_rel_gap", float(options.mip_rel_gap))
-        if options.threads is not None:
-            _set(h, "threads", int(options.threads))
+        _set_threads(h, options.threads)
         if options.seed is not None:
             _set(h, "random_seed", int(options.seed))
         method = options.lp_method if options.lp_method != "auto" else default_lp_method
@@ -425,6 +425,8 @@ class HighsModel:
             status = Status.FEASIBLE if has_primal else Status.NO_SOLUTION
         else:
             status = Status.ERROR
+            if run_status == highspy.HighsStatus.kError:
+                termination = f"HiGHS run failed ({termination})"
         if status == Status.OPTIMAL and not has_primal:
             status = Status.ERROR
             termination += " (but no feasible primal solution was returned)"
@@ -467,6 +469,23 @@ class HighsModel:
     def write(self, path: str) -> None:
         """Write the model as HiGHS sees it (``.lp`` or ``.mps`` by extension)."""
         self._h.writeModel(str(path))
+
+
+_SCHEDULER_LOCK = threading.Lock()
+_scheduler_threads: int | None = None  # thread count HiGHS's global scheduler runs with
+
+
+def _set_threads(h: Any, threads: int | None) -> None:
+    """Set HiGHS's ``threads``. HiGHS fixes its thread pool (process-wide) on the first
+    run and refuses to run with a different count later ("Not Set" / run error), so a
+    change of count resets the global scheduler first."""
+    global _scheduler_threads
+    want = int(threads) if threads is not None else 0  # 0 = HiGHS decides
+    with _SCHEDULER_LOCK:
+        if _scheduler_threads is not None and want != _scheduler_threads:
+            h.resetGlobalScheduler(True)
+        _scheduler_threads = want
+    _set(h, "threads", want)
 
 
 def _rel_gap(objective: float, bound: float) -> float | None:

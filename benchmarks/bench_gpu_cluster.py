@@ -1,0 +1,133 @@
+"""gpu_cluster max-min fairness and makespan: hetopt end-to-end vs HiGHS alone.
+
+For each size the benchmark times ``hetopt.solve`` (build + transfer + HiGHS + load,
+recorded separately) and a *direct* highspy solve of the same LP built here with numpy
+from the definitions in Gavel (independent code: it also cross-checks the optimum). The
+ratio ``runtime_s / direct_total_s`` is the overhead hetopt adds to HiGHS's own work.
+All solves use ``threads=1``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import highspy
+import numpy as np
+import pytest
+from registry import REGISTRY, BenchSpec, record, register
+
+import hetopt
+from hetopt import SolveOptions, Status
+from hetopt.highs import _HighsClass
+from hetopt.kinds.gpu_cluster import generate
+
+SIZES = [
+    # jobs, workers, slow
+    (100, "k80=36,p100=36,v100=36", False),
+    (1000, "k80=36,p100=36,v100=36", False),
+    (5000, "k80=300,p100=300,v100=300", False),
+    (20000, "k80=1000,p100=1000,v100=1000", True),
+]
+OBJECTIVES = ("max_min_fairness", "makespan")
+
+for _n, _w, _slow in SIZES:
+    for _obj in OBJECTIVES:
+        register(
+            BenchSpec(
+                name=f"gpu_cluster/{_obj}/{_n}",
+                kind="gpu_cluster",
+                objective=_obj,
+                size={"jobs": _n, "workers": _w},
+                slow=_slow,
+                make=lambda n=_n, w=_w: generate(n, w, seed=1),
+            )
+        )
+
+SPECS = [s for s in REGISTRY.values() if s.kind == "gpu_cluster" and s.name.count("/") == 2]
+
+
+def direct_highs(
+    inst: hetopt.kinds.gpu_cluster.GpuClusterInstance, objective: str
+) -> tuple[float, float, float]:
+    """Build the LP straight from numpy and solve it with highspy (IPM, threads=1).
+
+    Returns (objective value in the objective's unit, HiGHS run seconds, total seconds)."""
+    t0 = time.perf_counter()
+    a = inst.arrays
+    job, typ = np.nonzero(a.thr > 0)
+    K, n, T = len(job), a.num_jobs, len(a.types)
+    fits = a.allowed[job, typ]
+    if objective == "max_min_fairness":
+        p = a.thr @ a.workers / a.workers.sum()
+        coef = (a.scale / (a.weight * p))[job] * a.thr[job, typ]
+    else:
+        coef = a.thr[job, typ] / a.steps[job]
+        coef = coef / coef.max()  # a simple row-independent scaling, undone below
+    import scipy.sparse as sp
+
+    rows = np.concatenate([job, n + typ, 2 * n + T + job, 2 * n + T + np.arange(n)])
+    cols = np.concatenate([np.arange(K), np.arange(K), np.arange(K), np.full(n, K)])
+    vals = np.concatenate([np.ones(K), a.scale[job], coef, -np.ones(n)])
+    # rows: time (n), capacity (T), objective rows (n)
+    rows = np.where(rows >= 2 * n + T, rows - n, rows)
+    A = sp.csc_array((vals, (rows, cols)), shape=(2 * n + T, K + 1))
+    inf = highspy.kHighsInf
+    lo = np.concatenate([np.full(n + T, -inf), np.zeros(n)])
+    hi = np.concatenate([np.ones(n), a.workers, np.full(n, inf)])
+    c = np.zeros(K + 1)
+    c[K] = 1.0
+    h = _HighsClass()  # the bare class: no banner on stdout
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    h.setOptionValue("solver", "ipm")
+    h.passModel(
+        K + 1,
+        2 * n + T,
+        A.nnz,
+        1,
+        -1,
+        0.0,
+        c,
+        np.zeros(K + 1),
+        np.concatenate([np.where(fits, 1.0, 0.0), [inf]]),
+        lo,
+        hi,
+        A.indptr.astype(np.int32),
+        A.indices.astype(np.int32),
+        A.data,
+        np.zeros(K + 1, dtype=np.int32),
+    )
+    t1 = time.perf_counter()
+    h.run()
+    t2 = time.perf_counter()
+    z = h.getInfo().objective_function_value
+    if objective == "makespan":
+        scale = (a.thr[job, typ] / a.steps[job]).max()
+        value = 1.0 / (z * scale)
+    else:
+        value = z
+    return value, t2 - t1, t2 - t0
+
+
+@pytest.mark.parametrize(
+    "spec", [pytest.param(s, marks=[pytest.mark.slow] if s.slow else [], id=s.name) for s in SPECS]
+)
+def bench_gpu_cluster(benchmark, spec: BenchSpec) -> None:  # type: ignore[no-untyped-def]
+    inst = spec.make()
+    opts = SolveOptions(threads=1)
+    result = benchmark.pedantic(
+        hetopt.solve, args=(inst, spec.objective, opts), rounds=1, iterations=1
+    )
+    assert result.status == Status.OPTIMAL
+    assert result.verification.ok, result.verification.violations
+    value, highs_s, direct_total_s = direct_highs(inst, spec.objective)
+    # the known answer: an independent numpy + highspy build of the same LP
+    assert result.objective_value == pytest.approx(value, rel=1e-5)
+    record(
+        benchmark,
+        result,
+        jobs=spec.size["jobs"],
+        direct_highs_s=highs_s,
+        direct_total_s=direct_total_s,
+        ratio_to_direct=result.runtime_s / direct_total_s,
+    )
