@@ -1,0 +1,266 @@
+"""Pyomo formulation of the ``human_robot`` kind (see ``models/human_robot.md``).
+
+Pure functions of the instance: they return a Pyomo model and never solve. Times are
+scaled by ``time_unit_s`` (the longest duration) so that every value is O(1); big-M
+values come from a per-instance horizon (never a constant).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pyomo.environ as pyo
+
+from .data import HumanRobotInstance, TeamArrays
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything the model needs besides the instance: re-planning data and scaling."""
+
+    fixed_agent: dict[int, int]
+    """task -> agent of tasks already started (re-planning)."""
+    fixed_start: dict[int, float]
+    now_s: float | None
+    time_unit_s: float
+    horizon_s: float
+    """Latest finish any schedule needs (see :func:`horizon`)."""
+
+
+def horizon(
+    arr: TeamArrays,
+    fixed_agent: Mapping[int, int] | None = None,
+    fixed_start: Mapping[int, float] | None = None,
+    now_s: float | None = None,
+) -> float:
+    """A per-instance horizon: if a schedule exists, one exists that ends by it.
+
+    The latest release (or fixed start, or ``now_s``) plus, per task, its longest
+    duration, the longest travel and its largest positive minimum lag: the RCPSP/max
+    bound of Bartusch, Moehring and Radermacher (1988) extended by travel.
+    """
+    fixed_agent = fixed_agent or {}
+    fixed_start = fixed_start or {}
+    dmax = arr.max_duration.copy()
+    for i, a in fixed_agent.items():
+        dmax[i] = arr.duration[i, a]
+    out_lag = np.zeros(arr.num_tasks)
+    if len(arr.prec_before):
+        np.maximum.at(out_lag, arr.prec_before, np.maximum(arr.prec_min, 0.0))
+    max_travel = float(arr.travel.max()) if arr.travel.size else 0.0
+    t0 = max(
+        float(arr.release.max()),
+        float(now_s or 0.0),
+        max(fixed_start.values(), default=0.0),
+    )
+    return t0 + float((dmax + max_travel + out_lag).sum())
+
+
+def make_plan(
+    arr: TeamArrays,
+    fixed_agent: Mapping[int, int] | None = None,
+    fixed_start: Mapping[int, float] | None = None,
+    now_s: float | None = None,
+) -> Plan:
+    finite = arr.duration[arr.capable]
+    unit = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+    return Plan(
+        dict(fixed_agent or {}),
+        dict(fixed_start or {}),
+        now_s,
+        unit,
+        horizon(arr, fixed_agent, fixed_start, now_s),
+    )
+
+
+def known_order(arr: TeamArrays) -> np.ndarray:
+    """``before[i, j]``: a chain of precedences with non-negative minimum lags puts the
+    end of ``i`` before the start of ``j`` (so ``i`` precedes ``j`` on any shared agent
+    or location)."""
+    n = arr.num_tasks
+    reach = np.zeros((n, n), dtype=bool)
+    ok = arr.prec_min >= 0
+    reach[arr.prec_before[ok], arr.prec_after[ok]] = True
+    for k in range(n):
+        reach |= reach[:, k : k + 1] & reach[k : k + 1, :]
+    return reach
+
+
+def build(
+    instance: HumanRobotInstance, objective: str, plan: Plan | None = None
+) -> pyo.ConcreteModel:
+    """The exact MILP for ``objective`` (``makespan``, ``weighted_completion`` or
+    ``max_human_workload``)."""
+    arr = instance.arrays
+    plan = plan or make_plan(arr)
+    ids, agents = arr.task_ids, arr.agent_ids
+    n = arr.num_tasks
+    tau = plan.time_unit_s
+    H = plan.horizon_s / tau
+    m = pyo.ConcreteModel(name="human_robot")
+    m.time_unit_s = pyo.Param(initialize=tau)
+    m.horizon = pyo.Param(initialize=H)
+
+    cap = [(ids[i], agents[a]) for i, a in zip(*np.nonzero(arr.capable), strict=True)]
+    m.TASKS = pyo.Set(initialize=ids, ordered=True)
+    m.AGENTS = pyo.Set(initialize=agents, ordered=True)
+    m.CAPABLE = pyo.Set(initialize=cap, dimen=2, ordered=True)
+    m.HUMANS = pyo.Set(initialize=[agents[a] for a in np.nonzero(arr.humans)[0]], ordered=True)
+    dur = np.where(arr.capable, arr.duration, 0.0) / tau
+    pos = {t: i for i, t in enumerate(ids)}
+    apos = {a: k for k, a in enumerate(agents)}
+    m.duration = pyo.Param(m.CAPABLE, initialize={(t, a): dur[pos[t], apos[a]] for t, a in cap})
+
+    # latest finish and earliest start of every task (scaled), for the big-M values
+    ub_finish = np.minimum(
+        np.where(np.isfinite(arr.deadline), arr.deadline, np.inf), plan.horizon_s
+    )
+    lb_start = arr.release.copy()
+    if plan.now_s is not None:
+        lb_start = np.maximum(lb_start, plan.now_s)
+    for i, f in plan.fixed_start.items():
+        lb_start[i] = f
+    ub_finish = np.maximum(ub_finish, lb_start + arr.min_duration) / tau
+    lb_start = lb_start / tau
+    m.release = pyo.Param(m.TASKS, initialize={ids[i]: lb_start[i] for i in range(n)})
+
+    # pairs that need an order: a shared capable agent or the same location
+    before = known_order(arr)
+    agent_pairs: list[tuple[str, str, str]] = []
+    loc_pairs: list[tuple[str, str]] = []
+    pairs: list[tuple[str, str]] = []
+    big_m: dict[tuple[str, str], float] = {}
+    travel: dict[tuple[str, str], float] = {}
+    for i in range(n):
+        for j in range(i + 1, n):
+            same_loc = arr.loc[i] >= 0 and arr.loc[i] == arr.loc[j]
+            shared = np.nonzero(arr.capable[i] & arr.capable[j])[0]
+            if not same_loc and not len(shared):
+                continue
+            ti, tj = ids[i], ids[j]
+            pairs.append((ti, tj))
+            travel[ti, tj] = arr.travel_between(i, j) / tau
+            travel[tj, ti] = arr.travel_between(j, i) / tau
+            big_m[ti, tj] = max(0.0, ub_finish[i] + travel[ti, tj] - lb_start[j])
+            big_m[tj, ti] = max(0.0, ub_finish[j] + travel[tj, ti] - lb_start[i])
+            if same_loc:
+                loc_pairs.append((ti, tj))
+            else:
+                agent_pairs.extend((ti, tj, agents[a]) for a in shared)
+    m.PAIRS = pyo.Set(initialize=pairs, dimen=2, ordered=True)
+    m.AGENT_PAIRS = pyo.Set(initialize=agent_pairs, dimen=3, ordered=True)
+    m.LOCATION_PAIRS = pyo.Set(initialize=loc_pairs, dimen=2, ordered=True)
+    m.travel = pyo.Param(list(travel), initialize=travel, within=pyo.Any)
+    m.big_m = pyo.Param(list(big_m), initialize=big_m, within=pyo.Any)
+
+    # -- variables
+    m.assign = pyo.Var(m.CAPABLE, domain=pyo.Binary)
+    m.start = pyo.Var(m.TASKS, bounds=(0.0, H))
+    m.finish = pyo.Var(m.TASKS, bounds=(0.0, H))
+    m.precedes = pyo.Var(m.PAIRS, domain=pyo.Binary)
+    for ti, tj in pairs:
+        i, j = pos[ti], pos[tj]
+        if before[i, j]:
+            m.precedes[ti, tj].setlb(1)
+        elif before[j, i]:
+            m.precedes[ti, tj].setub(0)
+
+    # -- constraints
+    by_task: dict[str, list[str]] = {t: [] for t in ids}
+    for t, a in cap:
+        by_task[t].append(a)
+    m.c_assign = pyo.Constraint(
+        m.TASKS, rule=lambda m, t: sum(m.assign[t, a] for a in by_task[t]) == 1
+    )
+    m.c_finish = pyo.Constraint(
+        m.TASKS,
+        rule=lambda m, t: (
+            m.finish[t] == m.start[t] + sum(m.duration[t, a] * m.assign[t, a] for a in by_task[t])
+        ),
+    )
+    free = [ids[i] for i in range(n) if i not in plan.fixed_start]
+    m.c_release = pyo.Constraint(free, rule=lambda m, t: m.start[t] >= m.release[t])
+    dl = {ids[i]: arr.deadline[i] / tau for i in range(n) if np.isfinite(arr.deadline[i])}
+    m.DEADLINED = pyo.Set(initialize=list(dl), ordered=True)
+    m.deadline = pyo.Param(m.DEADLINED, initialize=dl)
+    m.c_deadline = pyo.Constraint(m.DEADLINED, rule=lambda m, t: m.finish[t] <= m.deadline[t])
+
+    K = len(arr.prec_before)
+    m.PRECEDENCE = pyo.RangeSet(0, K - 1) if K else pyo.Set(initialize=[])
+    m.min_lag = pyo.Param(m.PRECEDENCE, initialize={k: arr.prec_min[k] / tau for k in range(K)})
+    pb = {k: ids[arr.prec_before[k]] for k in range(K)}
+    pa = {k: ids[arr.prec_after[k]] for k in range(K)}
+    m.c_min_lag = pyo.Constraint(
+        m.PRECEDENCE, rule=lambda m, k: m.start[pa[k]] >= m.finish[pb[k]] + m.min_lag[k]
+    )
+    maxl = {k: arr.prec_max[k] / tau for k in range(K) if np.isfinite(arr.prec_max[k])}
+    m.MAX_LAGGED = pyo.Set(initialize=list(maxl), ordered=True)
+    m.max_lag = pyo.Param(m.MAX_LAGGED, initialize=maxl)
+    m.c_max_lag = pyo.Constraint(
+        m.MAX_LAGGED, rule=lambda m, k: m.start[pa[k]] <= m.finish[pb[k]] + m.max_lag[k]
+    )
+
+    def agent_fwd(m: pyo.ConcreteModel, i: str, j: str, a: str) -> object:
+        both = 2 - m.assign[i, a] - m.assign[j, a]
+        M = m.big_m[i, j]
+        return m.start[j] >= m.finish[i] + m.travel[i, j] - M * (1 - m.precedes[i, j]) - M * both
+
+    def agent_bwd(m: pyo.ConcreteModel, i: str, j: str, a: str) -> object:
+        both = 2 - m.assign[i, a] - m.assign[j, a]
+        M = m.big_m[j, i]
+        return m.start[i] >= m.finish[j] + m.travel[j, i] - M * m.precedes[i, j] - M * both
+
+    m.c_agent_fwd = pyo.Constraint(m.AGENT_PAIRS, rule=agent_fwd)
+    m.c_agent_bwd = pyo.Constraint(m.AGENT_PAIRS, rule=agent_bwd)
+    m.c_location_fwd = pyo.Constraint(
+        m.LOCATION_PAIRS,
+        rule=lambda m, i, j: m.start[j] >= m.finish[i] - m.big_m[i, j] * (1 - m.precedes[i, j]),
+    )
+    m.c_location_bwd = pyo.Constraint(
+        m.LOCATION_PAIRS,
+        rule=lambda m, i, j: m.start[i] >= m.finish[j] - m.big_m[j, i] * m.precedes[i, j],
+    )
+
+    fixed_rows = {ids[i]: f / tau for i, f in plan.fixed_start.items()}
+    m.FIXED = pyo.Set(initialize=list(fixed_rows), ordered=True)
+    m.fixed_start = pyo.Param(m.FIXED, initialize=fixed_rows)
+    fixed_agent = {ids[i]: agents[a] for i, a in plan.fixed_agent.items()}
+    m.c_fixed_start = pyo.Constraint(m.FIXED, rule=lambda m, t: m.start[t] == m.fixed_start[t])
+    m.c_fixed_agent = pyo.Constraint(m.FIXED, rule=lambda m, t: m.assign[t, fixed_agent[t]] == 1)
+
+    # -- objective
+    if objective == "makespan":
+        m.makespan = pyo.Var(bounds=(0.0, H))
+        m.c_makespan = pyo.Constraint(m.TASKS, rule=lambda m, t: m.makespan >= m.finish[t])
+        m.obj = pyo.Objective(expr=m.makespan, sense=pyo.minimize)
+    elif objective == "weighted_completion":
+        wsum = float(arr.weight.sum())
+        m.weight = pyo.Param(m.TASKS, initialize={ids[i]: arr.weight[i] / wsum for i in range(n)})
+        m.obj = pyo.Objective(
+            expr=sum(m.weight[t] * m.finish[t] for t in m.TASKS), sense=pyo.minimize
+        )
+    elif objective == "max_human_workload":
+        m.max_human_workload = pyo.Var(bounds=(0.0, None))
+        hum = set(m.HUMANS)
+        m.c_human_workload = pyo.Constraint(
+            m.HUMANS,
+            rule=lambda m, h: (
+                m.max_human_workload
+                >= sum(m.duration[t, a] * m.assign[t, a] for t, a in cap if a == h)
+            ),
+        )
+        assert hum, "max_human_workload needs a human"
+        m.obj = pyo.Objective(expr=m.max_human_workload, sense=pyo.minimize)
+    else:
+        raise KeyError(objective)
+    m._plan = plan
+    return m
+
+
+def objective_scale(instance: HumanRobotInstance, objective: str, plan: Plan) -> float:
+    """Seconds (or weighted seconds) per unit of ``m.obj``."""
+    if objective == "weighted_completion":
+        return plan.time_unit_s * float(instance.arrays.weight.sum())
+    return plan.time_unit_s
