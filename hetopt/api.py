@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -102,7 +103,15 @@ def export_model(
     if fmt not in ("lp", "mps"):
         raise ValueError(f"format must be 'lp' or 'mps', got {fmt!r}")
     model = build_model(instance, objective, **params)
-    model.write(str(p), format=fmt, io_options={"symbolic_solver_labels": True})
+    # Pyomo warns when the file name does not end in the format's usual extension; the
+    # format is explicit here, so that warning is noise
+    core_log = logging.getLogger("pyomo.core")
+    level = core_log.level
+    core_log.setLevel(logging.ERROR)
+    try:
+        model.write(str(p), format=fmt, io_options={"symbolic_solver_labels": True})
+    finally:
+        core_log.setLevel(level)
     return p
 
 

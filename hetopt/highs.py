@@ -34,6 +34,7 @@ from .options import SolveOptions
 from .pyomo_ext import LinearRows
 from .status import Status
 
+_HighsClass: Any
 try:  # the bare core class does not print HiGHS's banner on construction
     from highspy._core import _Highs as _HighsClass
 except ImportError:  # pragma: no cover - older/newer highspy layouts
@@ -352,7 +353,7 @@ class HighsModel:
         h = self._h
         verbose = solver_log.isEnabledFor(logging.INFO)
         if verbose and not self._logging:
-            h.setCallback(_log_callback, None)
+            h.setCallback(_log_callback, None)  # type: ignore[arg-type]
             h.startCallback(highspy.cb.HighsCallbackType.kCallbackLogging)
             self._logging = True
         _check(h.setOptionValue("output_flag", verbose), "output_flag")
@@ -391,8 +392,8 @@ class HighsModel:
         ms = h.getModelStatus()
         if ms == _MS.kUnboundedOrInfeasible and not self.compiled.is_mip:
             # presolve could not tell which: ask again without it
-            presolve = h.getOptionValue("presolve")
-            presolve = presolve[1] if isinstance(presolve, tuple) else presolve
+            got: Any = h.getOptionValue("presolve")
+            presolve = got[1] if isinstance(got, tuple) else got
             _set(h, "presolve", "off")
             h.clearSolver()
             run_status = h.run()

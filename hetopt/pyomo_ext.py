@@ -138,12 +138,23 @@ class LinearRows(MatrixConstraint):
         return cls(A.data, A.indices, A.indptr, lower, upper, x)
 
     def construct(self, data: Any = None) -> None:
-        if self._constructed:
+        if self._constructed:  # type: ignore[has-type]
             return
         self._constructed = True
         ref = weakref.ref(self)
         with PauseGC():
             self._data = tuple(_RowData(i, ref) for i in range(len(self._lower)))
+
+    # Pyomo's block iteration calls values(sort) / keys(sort) / items(sort); Mapping's
+    # versions take no argument
+    def keys(self, sort: Any = None) -> Any:  # type: ignore[override]
+        return range(len(self._data))
+
+    def values(self, sort: Any = None) -> Any:  # type: ignore[override]
+        return iter(self._data)
+
+    def items(self, sort: Any = None) -> Any:  # type: ignore[override]
+        return enumerate(self._data)
 
     # matrix access for the compiler
     @property

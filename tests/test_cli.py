@@ -203,4 +203,5 @@ def test_missing_file() -> None:
 
 def test_verbose_shows_highs_log() -> None:
     code, _, err = run("solve", str(EXAMPLE), "-v")
-    assert code == 0 and "HiGHS" in err or "Coefficient ranges" in err
+    assert code == 0
+    assert "Coefficient ranges" in err or "HiGHS" in err
