@@ -1,0 +1,300 @@
+"""Exact combinatorial algorithms and the FedCS heuristic for client selection.
+
+With one shared uplink, a set of clients can all upload by the deadline ``D`` iff
+uploading them in order of ``ready_s`` (earliest ready first, each as soon as the
+channel and the update are ready) finishes by ``D`` (an exchange argument: see
+``models/client_selection.md``). Reversing time (``t -> D - t``) turns the round into
+single-machine scheduling with due dates ``d_i = D - ready_s`` and processing times
+``p_i = upload_s``, all released at 0: selecting the most clients is ``1 || sum U_j``
+(Moore-Hodgson, O(n log n)) and the most weight is ``1 || sum w_j U_j`` (Lawler-Moore's
+dynamic program, pseudo-polynomial in the integer processing times).
+
+Everything here works on numpy arrays, independently of Pyomo and HiGHS, so the
+functions serve both as the fast path and as test oracles.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+REL_TOL = 1e-9
+"""Relative time tolerance (times the deadline) used by the exact algorithms."""
+
+DP_MAX_CELLS = 50_000_000
+"""Largest Lawler-Moore table (sum over jobs of the due-date range) the fast path builds."""
+
+_SCALES = (1, 10, 100, 1000)
+
+
+def erd_schedule(ready: np.ndarray, upload: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Left-justified schedule of uploads already sorted by ready time.
+
+    ``finish_k = max(ready_k, finish_{k-1}) + upload_k``, computed without a loop as
+    ``P_k + max_{j<=k}(ready_j - P_{j-1})`` with ``P`` the prefix sums of ``upload``.
+
+    Returns
+    -------
+    start, finish
+        Upload start and finish times, in the given order.
+    """
+    ready = np.asarray(ready, dtype=float)
+    upload = np.asarray(upload, dtype=float)
+    if ready.size == 0:
+        return ready.copy(), ready.copy()
+    P = np.cumsum(upload)
+    before = P - upload
+    finish = P + np.maximum.accumulate(ready - before)
+    return finish - upload, finish
+
+
+def shared_schedule(
+    ready: np.ndarray, upload: np.ndarray, selected: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ERD schedule of the ``selected`` clients (boolean mask over all clients).
+
+    Returns ``start``, ``finish`` (NaN for clients not selected) and ``order`` (1-based
+    upload position, -1 when not selected).
+    """
+    n = len(ready)
+    idx = np.flatnonzero(selected)
+    idx = idx[np.lexsort((upload[idx], ready[idx]))]
+    s, f = erd_schedule(ready[idx], upload[idx])
+    start = np.full(n, np.nan)
+    finish = np.full(n, np.nan)
+    order = np.full(n, -1, dtype=np.int64)
+    start[idx], finish[idx] = s, f
+    order[idx] = np.arange(1, len(idx) + 1)
+    return start, finish, order
+
+
+def moore_hodgson(p: np.ndarray, d: np.ndarray, tol: float = 0.0) -> np.ndarray:
+    """Moore-Hodgson: the largest set of jobs that all meet their due dates.
+
+    Single machine, processing times ``p``, due dates ``d``, all released at 0
+    (``1 || sum U_j``). Jobs are taken in earliest-due-date order; whenever the running
+    total misses the current due date, the longest job so far is dropped. O(n log n).
+
+    Parameters
+    ----------
+    p, d
+        Processing times and due dates (same length).
+    tol
+        A job completing at ``d + tol`` still counts as on time.
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean mask of the on-time (selected) jobs.
+    """
+    p = np.asarray(p, dtype=float)
+    d = np.asarray(d, dtype=float)
+    n = len(p)
+    keep = np.zeros(n, dtype=bool)
+    cand = np.flatnonzero(p <= d + tol)  # a job longer than its due date is never on time
+    order = cand[np.lexsort((p[cand], d[cand]))]
+    ps = p[order].tolist()
+    ds = (d[order] + tol).tolist()
+    heap: list[tuple[float, int]] = []
+    push, pop = heapq.heappush, heapq.heappop
+    total = 0.0
+    for k, pk in enumerate(ps):
+        total += pk
+        push(heap, (-pk, k))
+        if total > ds[k]:
+            neg, _ = pop(heap)
+            total += neg
+    if heap:
+        ks = np.fromiter((k for _, k in heap), dtype=np.int64, count=len(heap))
+        keep[order[ks]] = True
+    return keep
+
+
+def integer_scale(values: np.ndarray, scales: tuple[int, ...] = _SCALES) -> int | None:
+    """The smallest ``s`` in ``scales`` with every ``values * s`` a whole number.
+
+    A value counts as whole when it is within ``1e-9`` (relative) of an integer, so
+    decimal data such as ``30.5`` or ``0.1`` scale exactly. ``None`` if no scale works.
+    """
+    v = np.asarray(values, dtype=float)
+    for s in scales:
+        x = v * s
+        if np.all(np.abs(x - np.round(x)) <= 1e-9 * np.maximum(1.0, np.abs(x))):
+            return s
+    return None
+
+
+@dataclass(frozen=True)
+class DpPlan:
+    """Integer data for :func:`lawler_moore` (``None`` fields: the DP does not apply)."""
+
+    scale: int
+    p: np.ndarray
+    d: np.ndarray
+    cells: int
+
+
+def dp_plan(
+    p: np.ndarray, d: np.ndarray, tol: float = 0.0, max_cells: int = DP_MAX_CELLS
+) -> DpPlan | None:
+    """Scale processing times to integers for the Lawler-Moore DP, if it is exact and small.
+
+    With integer processing times every completion time of a left-justified schedule is
+    an integer, so ``C <= d`` iff ``C <= floor(d)``: only ``p`` must be whole numbers
+    (after scaling by 1, 10, 100 or 1000), due dates are rounded down exactly.
+    Returns ``None`` when no scale makes ``p`` integral or the table would exceed
+    ``max_cells`` cells.
+    """
+    s = integer_scale(p)
+    if s is None:
+        return None
+    pi = np.round(np.asarray(p, dtype=float) * s).astype(np.int64)
+    di = np.floor(np.asarray(d, dtype=float) * s + tol * s).astype(np.int64)
+    ok = pi <= di
+    cells = int(np.sum(np.where(ok, di - pi + 1, 0)))
+    if cells > max_cells:
+        return None
+    return DpPlan(s, pi, di, cells)
+
+
+def lawler_moore(p: np.ndarray, d: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Lawler-Moore DP: the on-time set of largest total weight (``1 || sum w_j U_j``).
+
+    ``F_j(t)`` = best weight of an on-time subset of the first ``j`` jobs (EDD order)
+    with total processing time ``t``; ``F_j(t) = max(F_{j-1}(t), F_{j-1}(t - p_j) + w_j)``
+    for ``p_j <= t <= d_j``. Time O(sum_j (d_j - p_j)), vectorised over ``t``.
+
+    Parameters
+    ----------
+    p, d
+        Integer processing times and due dates.
+    w
+        Non-negative weights.
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean mask of the selected jobs.
+    """
+    p = np.asarray(p, dtype=np.int64)
+    d = np.asarray(d, dtype=np.int64)
+    w = np.asarray(w, dtype=float)
+    n = len(p)
+    sel = np.zeros(n, dtype=bool)
+    cand = np.flatnonzero((p <= d) & (w > 0))
+    if cand.size == 0:
+        return sel
+    order = cand[np.lexsort((p[cand], d[cand]))]
+    H = int(d[order].max())
+    F = np.full(H + 1, -np.inf)
+    F[0] = 0.0
+    takes: list[np.ndarray] = []
+    for j in order.tolist():
+        pj, dj, wj = int(p[j]), int(d[j]), float(w[j])
+        seg = F[0 : dj - pj + 1] + wj
+        cur = F[pj : dj + 1]
+        tk = seg > cur
+        takes.append(tk)
+        F[pj : dj + 1] = np.where(tk, seg, cur)
+    t = int(np.argmax(F))
+    for pos in range(len(order) - 1, -1, -1):
+        j = int(order[pos])
+        pj = int(p[j])
+        tk = takes[pos]
+        if pj <= t < pj + len(tk) and tk[t - pj]:
+            sel[j] = True
+            t -= pj
+    return sel
+
+
+def fedcs_greedy(
+    ready: np.ndarray,
+    upload: np.ndarray,
+    deadline: float,
+    allowed: np.ndarray | None = None,
+    max_clients: int | None = None,
+    tol: float = 0.0,
+) -> np.ndarray:
+    """FedCS's greedy client selection (Nishio & Yonetani, ICC 2019, Algorithm 2).
+
+    Repeatedly take the remaining client that adds the least elapsed time
+    ``upload_s + max(0, ready_s - elapsed)``; if the round would then end after the
+    deadline, drop that client and continue. O(n log n) with two heaps (ready clients by
+    ``upload_s``; not-yet-ready clients by ``ready_s + upload_s``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean mask of the clients FedCS selects.
+    """
+    n = len(ready)
+    ok = np.ones(n, dtype=bool) if allowed is None else allowed.copy()
+    cap = n if max_clients is None else max_clients
+    sel = np.zeros(n, dtype=bool)
+    used = ~ok
+    by_ready = np.flatnonzero(ok)
+    by_ready = by_ready[np.argsort(ready[by_ready], kind="stable")]
+    r = ready.tolist()
+    u = upload.tolist()
+    br = by_ready.tolist()
+    ready_heap: list[tuple[float, int]] = []
+    wait_heap = [(r[i] + u[i], i) for i in br]
+    heapq.heapify(wait_heap)
+    nxt = 0
+    elapsed = 0.0
+    limit = deadline + tol
+    count = 0
+    used_l = used.tolist()
+    while count < cap:
+        while nxt < len(br) and r[br[nxt]] <= elapsed:
+            i = br[nxt]
+            if not used_l[i]:
+                heapq.heappush(ready_heap, (u[i], i))
+            nxt += 1
+        while ready_heap and used_l[ready_heap[0][1]]:
+            heapq.heappop(ready_heap)
+        while wait_heap and (used_l[wait_heap[0][1]] or r[wait_heap[0][1]] <= elapsed):
+            heapq.heappop(wait_heap)
+        best = math.inf
+        pick = -1
+        if ready_heap:
+            best, pick = ready_heap[0]
+        if wait_heap and wait_heap[0][0] - elapsed < best:
+            best, pick = wait_heap[0][0] - elapsed, wait_heap[0][1]
+        if pick < 0:
+            break
+        used_l[pick] = True
+        if elapsed + best <= limit:
+            elapsed += best
+            sel[pick] = True
+            count += 1
+    return sel
+
+
+def parallel_need_mbps(ready: np.ndarray, deadline: float, update_mb: float) -> np.ndarray:
+    """Bandwidth (Mbit/s) a client needs to upload ``update_mb`` MB between ``ready_s``
+    and the deadline: ``8 * update_mb / (deadline - ready_s)`` (inf when not positive)."""
+    window = deadline - np.asarray(ready, dtype=float)
+    with np.errstate(divide="ignore"):
+        return np.where(window > 0, 8.0 * update_mb / np.where(window > 0, window, 1.0), np.inf)
+
+
+def smallest_first(
+    need: np.ndarray, budget: float, candidates: np.ndarray, limit: int
+) -> np.ndarray:
+    """Most items of a knapsack with unit values: take the smallest ``need`` first.
+
+    Exact for the count objective (any feasible set of ``k`` items can be swapped for
+    the ``k`` smallest). Returns a boolean mask of the chosen candidates.
+    """
+    n = len(need)
+    sel = np.zeros(n, dtype=bool)
+    idx = np.flatnonzero(candidates)
+    idx = idx[np.argsort(need[idx], kind="stable")]
+    cum = np.cumsum(need[idx])
+    k = int(np.searchsorted(cum, budget * (1 + REL_TOL), side="right"))
+    sel[idx[: min(k, limit)]] = True
+    return sel

@@ -1,0 +1,270 @@
+"""Pyomo formulations of client selection (see ``models/client_selection.md``).
+
+Every builder is a pure function of the instance and returns a Pyomo model (no
+solving). Times are divided by the round deadline (shared uplink), bandwidths by the
+budget and durations by a per-instance reference time, so every coefficient is O(1).
+No constraint needs a big-M: the shared-uplink model fixes the upload order to
+earliest-ready-first, which is optimal for any selected set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyomo.environ as pyo
+
+from ...pyomo_ext import LinearRows
+from .algorithms import parallel_need_mbps
+from .data import ClientArrays, ClientSelectionInstance, SampleArrays
+
+INF = float("inf")
+
+
+@dataclass(frozen=True)
+class Members:
+    """Clients that have a column in the model, in column order (instance indices)."""
+
+    index: np.ndarray
+
+
+def _selection_vars(m: pyo.ConcreteModel, arr: ClientArrays, members: np.ndarray) -> list:
+    m.CLIENTS = pyo.RangeSet(0, len(members) - 1) if len(members) else pyo.Set(initialize=[])
+    m.select = pyo.Var(m.CLIENTS, domain=pyo.Binary)
+    sel = list(m.select.values())
+    for k in np.flatnonzero(arr.forced[members]):
+        sel[k].setlb(1)
+    m._members = Members(members)
+    m._select_list = sel
+    return sel
+
+
+def _side_rows(
+    m: pyo.ConcreteModel,
+    inst: ClientSelectionInstance,
+    arr: ClientArrays,
+    members: np.ndarray,
+    sel: list,
+) -> None:
+    """``c_count`` (at most max_clients) and ``c_group_min`` / ``c_group_max`` rows."""
+    k = len(members)
+    if inst.max_clients is not None and inst.max_clients < k:
+        m.c_count = LinearRows.from_coo(
+            np.zeros(k, dtype=np.int64),
+            np.arange(k),
+            np.ones(k),
+            1,
+            np.array([-INF]),
+            np.array([float(inst.max_clients)]),
+            sel,
+        )
+    gpos = {g: j for j, g in enumerate(arr.groups)}
+    g_of = arr.group[members]
+    for name, lo_side in (("group_min", True), ("group_max", False)):
+        quota = getattr(inst, name) or {}
+        if not quota:
+            continue
+        gs = [gpos[g] for g in quota]
+        row_of = np.full(len(arr.groups), -1, dtype=np.int64)
+        row_of[gs] = np.arange(len(gs))
+        in_row = (g_of >= 0) & (row_of[np.maximum(g_of, 0)] >= 0)
+        cols = np.flatnonzero(in_row)
+        rows = row_of[g_of[cols]]
+        bound = np.array([float(v) for v in quota.values()])
+        lower = bound if lo_side else np.full(len(gs), -INF)
+        upper = np.full(len(gs), INF) if lo_side else bound
+        rows_block = LinearRows.from_coo(rows, cols, np.ones(len(cols)), len(gs), lower, upper, sel)
+        setattr(m, f"c_{name}", rows_block)
+
+
+def _objective(
+    m: pyo.ConcreteModel, arr: ClientArrays, members: np.ndarray, sel: list, objective: str
+) -> None:
+    if objective == "max_clients":
+        coef = np.ones(len(members))
+    else:
+        w = arr.weight[members]
+        wmax = float(w.max()) if len(w) and w.max() > 0 else 1.0
+        coef = w / wmax
+        m.weight_scale = pyo.Param(initialize=wmax, mutable=False)
+    m.obj = pyo.Objective(
+        expr=pyo.quicksum(float(c) * v for c, v in zip(coef, sel, strict=True) if c != 0)
+        if np.any(coef)
+        else 0.0,
+        sense=pyo.maximize,
+    )
+
+
+def shared_members(arr: ClientArrays) -> np.ndarray:
+    """Clients the shared-uplink model needs: allowed clients that could finish alone,
+    plus every ``must_include`` client (which makes the model infeasible if it cannot)."""
+    return np.flatnonzero((arr.allowed & arr.can_finish) | arr.forced)
+
+
+def build_shared(
+    inst: ClientSelectionInstance, objective: str, members: np.ndarray | None = None
+) -> pyo.ConcreteModel:
+    """FedCS with one shared uplink, uploads in earliest-ready-first order.
+
+    Columns ``select[k]`` (binary) and ``start[k]`` in ``[ready_k / D, 1]`` for the member
+    clients sorted by ``ready_s``; ``start`` is when the channel is free for client
+    ``k`` (its upload start if selected), in units of the deadline ``D``.
+
+    ``c_chain[k]``: ``start[k] - start[k-1] - upload_{k-1}/D * select[k-1] >= 0``;
+    ``c_deadline[k]``: ``start[k] + upload_k/D * select[k] <= 1``.
+    """
+    arr = inst.arrays
+    if members is None:
+        members = shared_members(arr)
+    members = members[np.lexsort((arr.upload[members], arr.ready[members]))]
+    D = arr.deadline
+    m = pyo.ConcreteModel(name="client_selection_shared")
+    sel = _selection_vars(m, arr, members)
+    k = len(members)
+    r = arr.ready[members] / D
+    p = arr.upload[members] / D
+    m.start = pyo.Var(m.CLIENTS, bounds=(0.0, 1.0))
+    start = list(m.start.values())
+    for j in range(k):
+        start[j].setlb(float(min(r[j], 1.0)))
+    xs = [*sel, *start]  # columns: select 0..k-1, start k..2k-1
+    if k > 1:
+        rows = np.repeat(np.arange(k - 1), 3)
+        cols = np.stack([k + np.arange(1, k), k + np.arange(k - 1), np.arange(k - 1)], 1).ravel()
+        vals = np.stack([np.ones(k - 1), -np.ones(k - 1), -p[:-1]], 1).ravel()
+        m.c_chain = LinearRows.from_coo(
+            rows, cols, vals, k - 1, np.zeros(k - 1), np.full(k - 1, INF), xs
+        )
+    if k:
+        rows = np.repeat(np.arange(k), 2)
+        cols = np.stack([k + np.arange(k), np.arange(k)], 1).ravel()
+        vals = np.stack([np.ones(k), p], 1).ravel()
+        m.c_deadline = LinearRows.from_coo(rows, cols, vals, k, np.full(k, -INF), np.ones(k), xs)
+    _side_rows(m, inst, arr, members, sel)
+    _objective(m, arr, members, sel, objective)
+    return m
+
+
+def parallel_need(inst: ClientSelectionInstance) -> np.ndarray:
+    """Bandwidth (Mbit/s) each client needs to finish by the deadline (0 without a budget)."""
+    arr = inst.arrays
+    if inst.bandwidth_budget_mbps is None or inst.update_mb is None:
+        return np.zeros(arr.n)
+    return parallel_need_mbps(arr.ready, arr.deadline, inst.update_mb)
+
+
+def parallel_feasible(inst: ClientSelectionInstance) -> np.ndarray:
+    """Clients that can finish alone with parallel uploads (and need finite bandwidth)."""
+    arr = inst.arrays
+    return arr.can_finish & np.isfinite(parallel_need(inst))
+
+
+def parallel_members(inst: ClientSelectionInstance) -> np.ndarray:
+    arr = inst.arrays
+    return np.flatnonzero((arr.allowed & parallel_feasible(inst)) | arr.forced)
+
+
+def build_parallel(inst: ClientSelectionInstance, objective: str) -> pyo.ConcreteModel:
+    """Parallel uploads with a total bandwidth budget: a 0-1 knapsack.
+
+    ``c_bandwidth``: ``sum_k need_k / budget * select[k] <= 1`` with
+    ``need_k = 8 * update_mb / (D - ready_k)`` Mbit/s.
+    """
+    arr = inst.arrays
+    members = parallel_members(inst)
+    m = pyo.ConcreteModel(name="client_selection_parallel")
+    sel = _selection_vars(m, arr, members)
+    k = len(members)
+    if inst.bandwidth_budget_mbps is not None and k:
+        need = parallel_need(inst)[members] / inst.bandwidth_budget_mbps
+        m.c_bandwidth = LinearRows.from_coo(
+            np.zeros(k, dtype=np.int64), np.arange(k), need, 1, np.array([-INF]), np.ones(1), sel
+        )
+    _side_rows(m, inst, arr, members, sel)
+    _objective(m, arr, members, sel, objective)
+    return m
+
+
+def testing_members(inst: ClientSelectionInstance, sa: SampleArrays) -> np.ndarray:
+    arr = inst.arrays
+    useful = np.zeros(arr.n, dtype=bool)
+    useful[sa.client] = True
+    return np.flatnonzero((useful & arr.allowed) | arr.forced)
+
+
+def testing_reference(
+    inst: ClientSelectionInstance, sa: SampleArrays, members: np.ndarray
+) -> float:
+    """A duration no optimal selection exceeds when it takes at most the targets:
+    ``max_i fixed_i + sample_s_i * min(samples_i, sum of targets)`` (>= 1e-9)."""
+    arr = inst.arrays
+    total = np.zeros(arr.n)
+    np.add.at(total, sa.client, sa.count)
+    want = float(sum((inst.class_targets or {}).values()))
+    fixed = arr.ready + arr.upload
+    t = fixed[members] + arr.sample_s[members] * np.minimum(total[members], want)
+    return max(float(t.max()) if len(t) else 0.0, 1e-9)
+
+
+def build_testing(
+    inst: ClientSelectionInstance,
+    members: np.ndarray | None = None,
+    relax: bool = False,
+) -> pyo.ConcreteModel:
+    """Oort's testing-set selection (OSDI 2021, Appendix G) as a MILP.
+
+    Choose clients (``select``) and integer test samples per client and class
+    (``take``) so each class gets exactly its target, with at most ``max_clients``
+    clients, minimising the duration ``z * t_ref`` of the slowest selected client, where
+    client ``i`` needs ``ready_s + upload_s + sample_s * sum_c take[i,c]`` seconds.
+    ``relax=True`` builds the LP relaxation.
+    """
+    arr = inst.arrays
+    sa = SampleArrays.from_instance(inst)
+    if members is None:
+        members = testing_members(inst, sa)
+    m = pyo.ConcreteModel(name="client_selection_testing")
+    sel = _selection_vars(m, arr, members)
+    if relax:
+        for v in sel:
+            v.domain = pyo.UnitInterval
+            if v.lb is not None and v.lb >= 1:
+                v.setlb(1)
+    k = len(members)
+    col_of = np.full(arr.n, -1, dtype=np.int64)
+    col_of[members] = np.arange(k)
+    keep = col_of[sa.client] >= 0
+    pc = col_of[sa.client[keep]]  # member column of each pair
+    pk = sa.cls[keep]
+    cnt = sa.count[keep]
+    P = len(pc)
+    t_ref = testing_reference(inst, sa, members)
+    m.t_ref = pyo.Param(initialize=t_ref, mutable=False)
+    m.PAIRS = pyo.RangeSet(0, P - 1) if P else pyo.Set(initialize=[])
+    m.take = pyo.Var(m.PAIRS, domain=pyo.NonNegativeReals if relax else pyo.NonNegativeIntegers)
+    take = list(m.take.values())
+    for j in range(P):
+        take[j].setub(float(cnt[j]))
+    m.z = pyo.Var(bounds=(0.0, None))
+    m._pairs = (pc, pk, cnt)
+    m._take_list = take
+    xs = [*sel, *take, m.z]
+    C = len(sa.classes)
+    targets = np.array([float((inst.class_targets or {})[c]) for c in sa.classes])
+    # c_target[c]: sum_i take[i,c] = target_c
+    m.c_target = LinearRows.from_coo(pk, k + np.arange(P), np.ones(P), C, targets, targets, xs)
+    # c_link[i,c]: take[i,c] - samples_ic * select[i] <= 0
+    rows = np.concatenate([np.arange(P), np.arange(P)])
+    cols = np.concatenate([k + np.arange(P), pc])
+    vals = np.concatenate([np.ones(P), -cnt])
+    m.c_link = LinearRows.from_coo(rows, cols, vals, P, np.full(P, -INF), np.zeros(P), xs)
+    # c_time[i]: fixed_i/t_ref * select[i] + sample_s_i/t_ref * sum_c take[i,c] - z <= 0
+    fixed = (arr.ready + arr.upload)[members] / t_ref
+    a = arr.sample_s[members] / t_ref
+    rows = np.concatenate([np.arange(k), pc, np.arange(k)])
+    cols = np.concatenate([np.arange(k), k + np.arange(P), np.full(k, k + P)])
+    vals = np.concatenate([fixed, a[pc], -np.ones(k)])
+    m.c_time = LinearRows.from_coo(rows, cols, vals, k, np.full(k, -INF), np.zeros(k), xs)
+    _side_rows(m, inst, arr, members, sel)
+    m.obj = pyo.Objective(expr=m.z, sense=pyo.minimize)
+    return m
