@@ -1,0 +1,49 @@
+"""``hetopt generate multicore``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ...cli import handle_errors
+from .generate import FAMILIES
+
+
+@click.command("multicore")
+@click.option(
+    "--family",
+    type=click.Choice(FAMILIES),
+    required=True,
+    help="Fanjul-Peyro & Ruiz R||Cmax family.",
+)
+@click.option("--machines", type=click.IntRange(min=1), required=True, help="Number of cores.")
+@click.option("--tasks", type=click.IntRange(min=1), required=True, help="Number of tasks.")
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Random seed."
+)
+@click.option("--objective", help="Objective to record in the instance.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Output file (default: stdout).",
+)
+@handle_errors
+def generate_cmd(
+    family: str,
+    machines: int,
+    tasks: int,
+    seed: int,
+    objective: str | None,
+    output: Path | None,
+) -> None:
+    """Sample independent tasks on unrelated cores (Fanjul-Peyro & Ruiz families)."""
+    from .generate import generate
+
+    inst = generate(family, machines, tasks, seed, objective)
+    text = inst.to_json(output)
+    if output is None:
+        click.echo(text)
+    else:
+        click.echo(f"wrote {output} ({tasks} tasks on {machines} cores)", err=True)

@@ -1,0 +1,399 @@
+"""Pyomo formulations of the ``multicore`` kind (see ``models/multicore.md``).
+
+Three pure builders share one skeleton (assignment variables, makespan, energy):
+
+* :func:`build_assignment`: independent tasks (R||Cmax with eligibility).
+* :func:`build_disjunctive`: a DAG of tasks; start times and one order binary per pair of
+  tasks that may share a core; big-M = the per-instance horizon.
+* :func:`build_time_indexed`: a DAG with integer durations and a short horizon; one binary
+  per (task, core, start time).
+
+Times are divided by ``t_ref`` (a list-scheduling makespan) and energies by
+``e_ref = p_ref * t_ref`` so the model's numbers are O(1). Row blocks are
+:class:`~hetopt.pyomo_ext.LinearRows`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyomo.environ as pyo
+
+from ...pyomo_ext import LinearRows
+from .data import MulticoreArrays
+from .heuristics import Schedule
+
+INF = float("inf")
+FORMULATIONS = ("auto", "assignment", "disjunctive", "time_indexed")
+TIME_INDEXED_MAX_SLOTS = 4000
+"""``formulation="auto"`` picks the time-indexed model for a DAG with integer durations
+when it has at most this many (task, core, start) binaries."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to build: formulation, scales, horizon (seconds) and switches."""
+
+    formulation: str
+    objective: str
+    t_ref: float
+    e_ref: float
+    horizon: float
+    symmetry: bool = True
+    integer_makespan: bool = False
+    """Durations are whole numbers and the objective is the makespan: the optimum is a
+    whole number, so a bound can be rounded up."""
+
+
+@dataclass
+class _Layout:
+    """Column offsets of the variable blocks in the list passed to every row block."""
+
+    xs: list[Any] = field(default_factory=list)
+    offsets: dict[str, int] = field(default_factory=dict)
+
+    def add(self, name: str, var: pyo.Var) -> None:
+        self.offsets[name] = len(self.xs)
+        self.xs.extend(var.values())
+
+    def __getitem__(self, name: str) -> int:
+        return self.offsets[name]
+
+
+class _Rows:
+    """Accumulates COO triplets of one row block."""
+
+    def __init__(self) -> None:
+        self.r: list[np.ndarray] = []
+        self.c: list[np.ndarray] = []
+        self.v: list[np.ndarray] = []
+
+    def add(self, rows: Any, cols: Any, vals: Any) -> None:
+        rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
+        cols = np.atleast_1d(np.asarray(cols, dtype=np.int64))
+        vals = np.broadcast_to(np.asarray(vals, dtype=float), np.broadcast(rows, cols).shape)
+        rows, cols = np.broadcast_arrays(rows, cols)
+        self.r.append(rows.ravel())
+        self.c.append(cols.ravel())
+        self.v.append(np.asarray(vals, dtype=float).ravel())
+
+    def build(self, n_rows: int, lower: Any, upper: Any, lay: _Layout) -> LinearRows:
+        lo = np.broadcast_to(np.asarray(lower, dtype=float), (n_rows,)).copy()
+        hi = np.broadcast_to(np.asarray(upper, dtype=float), (n_rows,)).copy()
+        cat = np.concatenate if self.r else (lambda _: np.zeros(0))
+        return LinearRows.from_coo(
+            cat(self.r).astype(np.int64),
+            cat(self.c).astype(np.int64),
+            cat(self.v),
+            n_rows,
+            lo,
+            hi,
+            lay.xs,
+        )
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """The eligible (task, core) pairs, task-major, and their scaled durations."""
+
+    task: np.ndarray
+    core: np.ndarray
+    p: np.ndarray  # duration / t_ref
+
+    @classmethod
+    def of(cls, arr: MulticoreArrays, t_ref: float) -> Pairs:
+        task, core = np.nonzero(arr.eligible)
+        return cls(task.astype(np.int64), core.astype(np.int64), arr.dur[task, core] / t_ref)
+
+    def __len__(self) -> int:
+        return len(self.task)
+
+    def index(self, n: int, m: int) -> np.ndarray:
+        """``(n, m)`` array of pair indices (-1 where not eligible)."""
+        out = np.full((n, m), -1, dtype=np.int64)
+        out[self.task, self.core] = np.arange(len(self))
+        return out
+
+
+def horizon_slots(arr: MulticoreArrays, horizon: float) -> int:
+    """Number of (task, core, start) binaries of the time-indexed model for ``horizon``."""
+    H = math.floor(horizon + 1e-9)
+    task, core = np.nonzero(arr.eligible)
+    width = H - arr.dur[task, core] - arr.heads[task] - arr.tails[task] + 1
+    return int(np.clip(np.floor(width + 1e-9), 0, None).sum())
+
+
+# ---------------------------------------------------------------------------- skeleton
+def _skeleton(arr: MulticoreArrays, plan: Plan, binary_assign: bool) -> tuple[Any, Pairs]:
+    """Sets, ``assign``, ``makespan``, ``energy`` (the variables every model shares)."""
+    m = pyo.ConcreteModel(name=f"multicore_{plan.formulation}")
+    pairs = Pairs.of(arr, plan.t_ref)
+    n, K = arr.num_tasks, len(pairs)
+    m.TASKS = pyo.Set(initialize=arr.task_ids, ordered=True)
+    m.CORES = pyo.Set(initialize=arr.core_ids, ordered=True)
+    m.PAIRS = pyo.RangeSet(0, K - 1)
+    m.assign = pyo.Var(m.PAIRS, within=pyo.Binary if binary_assign else pyo.UnitInterval)
+    lb = arr.makespan_lower_bound() / plan.t_ref
+    ub = plan.horizon / plan.t_ref
+    # lb > ub (a deadline below the lower bound) is left to HiGHS to report infeasible
+    m.makespan = pyo.Var(bounds=(lb, ub))
+    e_ub = None if arr.budget is None else arr.budget / plan.e_ref
+    m.energy = pyo.Var(bounds=(0.0, e_ub))
+    m._pairs = pairs
+    m._plan = plan
+    m._num_tasks = n
+    return m, pairs
+
+
+def _common_rows(m: Any, arr: MulticoreArrays, plan: Plan, pairs: Pairs, lay: _Layout) -> None:
+    """``c_assign``, ``c_busy``, ``c_symmetry``, ``c_energy``."""
+    n, M, K = arr.num_tasks, arr.num_cores, len(pairs)
+    a, mk, en = lay["assign"], lay["makespan"], lay["energy"]
+    cols = a + np.arange(K)
+    # c_assign[i]: sum_c assign[i,c] = 1
+    r = _Rows()
+    r.add(pairs.task, cols, 1.0)
+    m.c_assign = r.build(n, 1.0, 1.0, lay)
+    # c_busy[c]: sum_i p[i,c] assign[i,c] - makespan <= 0
+    r = _Rows()
+    r.add(pairs.core, cols, pairs.p)
+    r.add(np.arange(M), mk, -1.0)
+    m.c_busy = r.build(M, -INF, 0.0, lay)
+    # c_symmetry: busy(c_a) >= busy(c_b) for consecutive interchangeable cores a, b
+    classes = arr.identical_core_classes() if plan.symmetry else []
+    r = _Rows()
+    row = 0
+    for group in classes:
+        for ca, cb in zip(group[:-1], group[1:], strict=True):
+            on_a, on_b = pairs.core == ca, pairs.core == cb
+            r.add(row, cols[on_a], pairs.p[on_a])
+            r.add(row, cols[on_b], -pairs.p[on_b])
+            row += 1
+    m.c_symmetry = r.build(row, 0.0, INF, lay)
+    m._symmetry_rows = row
+    # c_energy: energy - sum (active-idle)/p_ref * p * assign - idle_total/p_ref * makespan = 0
+    p_ref = plan.e_ref / plan.t_ref
+    coef = (arr.active - arr.idle)[pairs.core] / p_ref * pairs.p
+    r = _Rows()
+    r.add(0, en, 1.0)
+    r.add(0, cols, -coef)
+    r.add(0, mk, -float(arr.idle.sum()) / p_ref)
+    m.c_energy = r.build(1, 0.0, 0.0, lay)
+
+
+def _objective(m: Any, objective: str) -> None:
+    target = m.energy if objective == "energy" else m.makespan
+    m.obj = pyo.Objective(expr=target, sense=pyo.minimize)
+
+
+# ---------------------------------------------------------------------------- builders
+def build_assignment(arr: MulticoreArrays, plan: Plan) -> pyo.ConcreteModel:
+    """Independent tasks: ``makespan >= busy[c]`` for every core (R||Cmax)."""
+    m, pairs = _skeleton(arr, plan, binary_assign=True)
+    lay = _Layout()
+    lay.add("assign", m.assign)
+    lay.add("makespan", m.makespan)
+    lay.add("energy", m.energy)
+    _common_rows(m, arr, plan, pairs, lay)
+    _objective(m, plan.objective)
+    return m
+
+
+def order_pairs(arr: MulticoreArrays) -> list[tuple[int, int]]:
+    """Task pairs ``i < j`` that may share a core and that no precedence path orders."""
+    closure = arr.successors_closure
+    share = arr.eligible.astype(np.int64) @ arr.eligible.T.astype(np.int64) > 0
+    out = []
+    for i, j in zip(*np.nonzero(np.triu(share, 1)), strict=True):
+        i, j = int(i), int(j)
+        if j not in closure[i] and i not in closure[j]:
+            out.append((i, j))
+    return out
+
+
+def build_disjunctive(arr: MulticoreArrays, plan: Plan) -> pyo.ConcreteModel:
+    """A DAG of tasks: start times, precedences and big-M disjunctions per shared core."""
+    m, pairs = _skeleton(arr, plan, binary_assign=True)
+    n, t = arr.num_tasks, plan.t_ref
+    Hs = plan.horizon / t
+    heads, tails = arr.heads / t, arr.tails / t
+    s_ub = np.maximum(Hs - arr.min_dur / t - tails, 0.0)
+    m.start = pyo.Var(
+        range(n), bounds=lambda _, i: (float(heads[i]), float(max(s_ub[i], heads[i])))
+    )
+    op = order_pairs(arr)
+    m.ORDER_PAIRS = pyo.RangeSet(0, len(op) - 1)
+    m.order = pyo.Var(m.ORDER_PAIRS, within=pyo.Binary)
+    m._order_pairs = op
+    lay = _Layout()
+    lay.add("assign", m.assign)
+    lay.add("makespan", m.makespan)
+    lay.add("energy", m.energy)
+    lay.add("start", m.start)
+    lay.add("order", m.order)
+    _common_rows(m, arr, plan, pairs, lay)
+    a, s, mk, y = lay["assign"], lay["start"], lay["makespan"], lay["order"]
+    K = len(pairs)
+    cols = a + np.arange(K)
+    # c_precedence[e]: start[j] - start[i] - sum_c p[i,c] assign[i,c] >= 0
+    E = len(arr.edges)
+    r = _Rows()
+    if E:
+        pi, pj = arr.edges[:, 0], arr.edges[:, 1]
+        r.add(np.arange(E), s + pj, 1.0)
+        r.add(np.arange(E), s + pi, -1.0)
+        pos = _pairs_of_tasks(pairs, n)
+        for e, i in enumerate(pi):
+            ks = pos[int(i)]
+            r.add(e, cols[ks], -pairs.p[ks])
+    m.c_precedence = r.build(E, 0.0, INF, lay)
+    # c_finish[i]: makespan - start[i] - sum_c p[i,c] assign[i,c] >= tail[i]
+    r = _Rows()
+    r.add(np.arange(n), mk, 1.0)
+    r.add(np.arange(n), s + np.arange(n), -1.0)
+    r.add(pairs.task, cols, -pairs.p)
+    m.c_finish = r.build(n, tails, INF, lay)
+    # c_before[q,c]: start[j] >= start[i] + p[i,c] - H (3 - assign[i,c] - assign[j,c] - order[q])
+    # c_after[q,c]:  start[i] >= start[j] + p[j,c] - H (2 - assign[i,c] - assign[j,c] + order[q])
+    idx = pairs.index(n, arr.num_cores)
+    rb, ra = _Rows(), _Rows()
+    lo_b: list[float] = []
+    lo_a: list[float] = []
+    row = 0
+    for q, (i, j) in enumerate(op):
+        for c in np.nonzero(arr.eligible[i] & arr.eligible[j])[0]:
+            ki, kj = idx[i, c], idx[j, c]
+            rb.add(row, [s + j, s + i, a + ki, a + kj, y + q], [1.0, -1.0, -Hs, -Hs, -Hs])
+            ra.add(row, [s + i, s + j, a + ki, a + kj, y + q], [1.0, -1.0, -Hs, -Hs, Hs])
+            lo_b.append(pairs.p[ki] - 3 * Hs)
+            lo_a.append(pairs.p[kj] - 2 * Hs)
+            row += 1
+    m.c_before = rb.build(row, np.asarray(lo_b), INF, lay)
+    m.c_after = ra.build(row, np.asarray(lo_a), INF, lay)
+    _objective(m, plan.objective)
+    return m
+
+
+def _pairs_of_tasks(pairs: Pairs, n: int) -> list[np.ndarray]:
+    order = np.argsort(pairs.task, kind="stable")
+    bounds = np.searchsorted(pairs.task[order], np.arange(n + 1))
+    return [order[bounds[i] : bounds[i + 1]] for i in range(n)]
+
+
+@dataclass(frozen=True)
+class Slots:
+    """The (pair, start time) binaries of the time-indexed model."""
+
+    pair: np.ndarray
+    time: np.ndarray  # whole seconds
+
+
+def build_time_indexed(arr: MulticoreArrays, plan: Plan) -> pyo.ConcreteModel:
+    """A DAG with integer durations: ``start_at[k, t] = 1`` if pair ``k`` starts at ``t``."""
+    m, pairs = _skeleton(arr, plan, binary_assign=False)
+    n, M, t_ref = arr.num_tasks, arr.num_cores, plan.t_ref
+    H = math.floor(plan.horizon + 1e-9)
+    dur = np.rint(arr.dur[pairs.task, pairs.core]).astype(np.int64)
+    first = np.ceil(arr.heads[pairs.task] - 1e-9).astype(np.int64)
+    last = np.floor(H - dur - arr.tails[pairs.task] + 1e-9).astype(np.int64)
+    width = np.clip(last - first + 1, 0, None)
+    slot_pair = np.repeat(np.arange(len(pairs)), width)
+    offs = np.arange(int(width.sum())) - np.repeat(np.cumsum(width) - width, width)
+    slot_time = np.repeat(first, width) + offs
+    slots = Slots(slot_pair, slot_time)
+    S = len(slot_pair)
+    m.SLOTS = pyo.RangeSet(0, S - 1)
+    m.start_at = pyo.Var(m.SLOTS, within=pyo.Binary)
+    m._slots = slots
+    lay = _Layout()
+    lay.add("assign", m.assign)
+    lay.add("makespan", m.makespan)
+    lay.add("energy", m.energy)
+    lay.add("start_at", m.start_at)
+    _common_rows(m, arr, plan, pairs, lay)
+    a, z, mk = lay["assign"], lay["start_at"], lay["makespan"]
+    zc = z + np.arange(S)
+    # c_link[k]: assign[k] - sum_t start_at[k,t] = 0
+    r = _Rows()
+    r.add(np.arange(len(pairs)), a + np.arange(len(pairs)), 1.0)
+    r.add(slot_pair, zc, -1.0)
+    m.c_link = r.build(len(pairs), 0.0, 0.0, lay)
+    # c_capacity[c,t]: sum of start_at[k,s] of pairs on core c with s <= t < s + p_k  <= 1
+    d = dur[slot_pair]
+    occ_slot = np.repeat(np.arange(S), d)
+    occ_time = slot_time[occ_slot] + (
+        np.arange(int(d.sum())) - np.repeat(np.cumsum(d) - d, d)
+    )
+    key = pairs.core[slot_pair[occ_slot]] * max(H, 1) + occ_time
+    used, row_of = np.unique(key, return_inverse=True)
+    r = _Rows()
+    r.add(row_of, zc[occ_slot], 1.0)
+    m.c_capacity = r.build(len(used), -INF, 1.0, lay)
+    m._capacity_keys = used
+    # c_precedence[e]: sum t start_at[j,.] - sum (t + p) start_at[i,.] >= 0   (over t_ref)
+    task_of_slot = pairs.task[slot_pair]
+    end_s = (slot_time + d) / t_ref
+    E = len(arr.edges)
+    r = _Rows()
+    if E:
+        by_task = _pairs_of_tasks(Pairs(task_of_slot, task_of_slot, end_s), n)
+        for e, (i, j) in enumerate(arr.edges):
+            si, sj = by_task[int(i)], by_task[int(j)]
+            r.add(e, zc[sj], slot_time[sj] / t_ref)
+            r.add(e, zc[si], -end_s[si])
+    m.c_precedence = r.build(E, 0.0, INF, lay)
+    # c_finish[i]: makespan - sum (t + p) / t_ref start_at[i,.] >= tail[i] / t_ref
+    r = _Rows()
+    r.add(np.arange(n), mk, 1.0)
+    r.add(task_of_slot, zc, -end_s)
+    m.c_finish = r.build(n, arr.tails / t_ref, INF, lay)
+    del M
+    _objective(m, plan.objective)
+    return m
+
+
+def build(arr: MulticoreArrays, plan: Plan) -> pyo.ConcreteModel:
+    """The model ``plan.formulation`` names (already resolved, not ``"auto"``)."""
+    if plan.formulation == "assignment":
+        return build_assignment(arr, plan)
+    if plan.formulation == "disjunctive":
+        return build_disjunctive(arr, plan)
+    if plan.formulation == "time_indexed":
+        return build_time_indexed(arr, plan)
+    raise KeyError(plan.formulation)
+
+
+# ---------------------------------------------------------------------------- warm start
+def start_vector(m: Any, compiled: Any, arr: MulticoreArrays, sched: Schedule) -> np.ndarray:
+    """Column values of a schedule (a MIP start for HiGHS)."""
+    plan: Plan = m._plan
+    pairs: Pairs = m._pairs
+    x = np.clip(np.zeros(compiled.num_col), compiled.col_lower, compiled.col_upper)
+    n = arr.num_tasks
+    chosen = pairs.index(n, arr.num_cores)[np.arange(n), sched.core]
+    a = np.zeros(len(pairs))
+    a[chosen] = 1.0
+    _put(x, compiled.columns_of(m.assign, range(len(pairs))), a)
+    mk = sched.makespan / plan.t_ref
+    _put(x, compiled.columns_of(m.makespan, [None]), np.array([mk]))
+    energy = arr.energy(sched.core, sched.makespan) / plan.e_ref
+    _put(x, compiled.columns_of(m.energy, [None]), np.array([energy]))
+    if hasattr(m, "start"):
+        _put(x, compiled.columns_of(m.start, range(n)), sched.start / plan.t_ref)
+        op = m._order_pairs
+        y = np.array([1.0 if sched.start[i] <= sched.start[j] else 0.0 for i, j in op])
+        _put(x, compiled.columns_of(m.order, range(len(op))), y)
+    if hasattr(m, "start_at"):
+        slots: Slots = m._slots
+        want = chosen[pairs.task[slots.pair]] == slots.pair
+        hit = want & (slots.time == np.rint(sched.start[pairs.task[slots.pair]]))
+        _put(x, compiled.columns_of(m.start_at, range(len(slots.pair))), hit.astype(float))
+    return x
+
+
+def _put(x: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> None:
+    ok = cols >= 0
+    x[cols[ok]] = vals[ok]
