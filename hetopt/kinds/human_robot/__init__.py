@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pyomo.environ as pyo
 
-from ...highs import CompiledModel, HighsModel, RawSolution
+from ...highs import CompiledModel, HighsModel, RawSolution, compile_model
 from ...options import SolveOptions
 from ...result import Result, Verification
 from ...status import Status
@@ -291,10 +291,10 @@ class HumanRobotKind(Kind):
         def extract(cm: CompiledModel, raw: RawSolution) -> Extracted:
             return self._extract(instance, objective, holder["m"], cm, raw, plan)
 
-        result, hm = run_model(self, instance, objective, options, build, extract, "auto", info)
+        result, _ = run_model(self, instance, objective, options, build, extract, "auto", info)
         if result.status == Status.INFEASIBLE and diagnose:
             t0 = time.perf_counter()
-            labels, minimal = deletion_filter(instance, holder["m"], hm, plan, options)
+            labels, minimal = deletion_filter(instance, objective, plan, options)
             table = conflict_table(labels)
             new_info = dict(result.info)
             new_info["conflict"] = list(table["constraint"])
@@ -418,14 +418,19 @@ def _candidate_rows(
 
 def deletion_filter(
     instance: HumanRobotInstance,
-    m: pyo.ConcreteModel,
-    hm: HighsModel,
+    objective: str,
     plan: F.Plan,
     options: SolveOptions,
 ) -> tuple[list[tuple[str, str]], bool]:
-    """Deletion filter (Chinneck): drop each soft constraint in turn and keep it dropped
-    if the rest is still infeasible. Returns the conflict and whether every check was
-    decided (then the set is irreducible: removing any one member makes it feasible)."""
+    """Deletion filter (Chinneck): drop each soft constraint (release, deadline, lag,
+    fixed task) in turn and keep it dropped if the rest is still infeasible.
+
+    Runs on the ``loose`` model (big-M from the horizon only), so switching a row off
+    is exact. Returns the conflict and whether every check was decided (then the set is
+    irreducible: removing any one member makes the rest feasible).
+    """
+    m = F.build(instance, objective, plan, loose=True)
+    hm = HighsModel(compile_model(m))
     cm = hm.compiled
     h = hm.highs
     cm_cols = np.arange(cm.num_col)

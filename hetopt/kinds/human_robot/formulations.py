@@ -89,10 +89,15 @@ def known_order(arr: TeamArrays) -> np.ndarray:
 
 
 def build(
-    instance: HumanRobotInstance, objective: str, plan: Plan | None = None
+    instance: HumanRobotInstance, objective: str, plan: Plan | None = None, loose: bool = False
 ) -> pyo.ConcreteModel:
     """The exact MILP for ``objective`` (``makespan``, ``weighted_completion`` or
-    ``max_human_workload``)."""
+    ``max_human_workload``).
+
+    ``loose=True`` takes big-M values from the horizon alone (not from releases and
+    deadlines) and fixes no order from precedences, so that releases, deadlines, lags and
+    fixed tasks can be switched off row by row (the deletion filter needs that).
+    """
     arr = instance.arrays
     plan = plan or make_plan(arr)
     ids, agents = arr.task_ids, arr.agent_ids
@@ -127,7 +132,7 @@ def build(
     m.release = pyo.Param(m.TASKS, initialize={ids[i]: lb_start[i] for i in range(n)})
 
     # pairs that need an order: a shared capable agent or the same location
-    before = known_order(arr)
+    before = known_order(arr) if not loose else np.zeros((n, n), dtype=bool)
     agent_pairs: list[tuple[str, str, str]] = []
     loc_pairs: list[tuple[str, str]] = []
     pairs: list[tuple[str, str]] = []
@@ -143,8 +148,12 @@ def build(
             pairs.append((ti, tj))
             travel[ti, tj] = arr.travel_between(i, j) / tau
             travel[tj, ti] = arr.travel_between(j, i) / tau
-            big_m[ti, tj] = max(0.0, ub_finish[i] + travel[ti, tj] - lb_start[j])
-            big_m[tj, ti] = max(0.0, ub_finish[j] + travel[tj, ti] - lb_start[i])
+            if loose:
+                big_m[ti, tj] = H + travel[ti, tj]
+                big_m[tj, ti] = H + travel[tj, ti]
+            else:
+                big_m[ti, tj] = max(0.0, ub_finish[i] + travel[ti, tj] - lb_start[j])
+                big_m[tj, ti] = max(0.0, ub_finish[j] + travel[tj, ti] - lb_start[i])
             if same_loc:
                 loc_pairs.append((ti, tj))
             else:
