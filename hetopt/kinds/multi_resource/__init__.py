@@ -194,11 +194,18 @@ class MultiResourceKind(Kind):
         lay: F.Layout = m._layout
         recs: list[tuple[int, int, int, float]] = []  # job, server, flat profile, gpus
         if len(lay.assign_prof):
-            xa = raw.values(cm, m.assign, range(len(lay.assign_prof)))
-            for k in np.nonzero(xa > 0.5)[0]:
-                p = int(lay.assign_prof[k])
-                j = int(arr.prof_job[p])
-                recs.append((j, int(lay.assign_srv[k]), p, float(arr.job_gpus[j])))
+            # hand out each class's jobs, in order, to its (profile, server) counts
+            xa = np.round(raw.values(cm, m.assign, range(len(lay.assign_prof)))).astype(int)
+            nxt = [0] * len(lay.class_members)
+            rep_bounds = np.searchsorted(arr.prof_job, np.arange(arr.num_jobs + 1))
+            for k in np.nonzero(xa >= 1)[0]:
+                c = int(lay.assign_cls[k])
+                members = lay.class_members[c]
+                pos = int(lay.assign_prof[k]) - rep_bounds[members[0]]
+                for j in members[nxt[c] : nxt[c] + xa[k]]:
+                    p = int(rep_bounds[j] + pos)
+                    recs.append((int(j), int(lay.assign_srv[k]), p, float(arr.job_gpus[j])))
+                nxt[c] += int(xa[k])
         if len(lay.split_prof):
             xs = np.round(raw.values(cm, m.split_gpus, range(len(lay.split_prof))))
             for k in np.nonzero(xs >= 1)[0]:

@@ -73,14 +73,17 @@ class MultiResourceInstance(InstanceBase):
         for s, srv in enumerate(self.servers):
             if srv.id in seen:
                 raise fail(
-                    f"servers[{s}].id", f"duplicate server id {srv.id!r} (also servers[{seen[srv.id]}])"
+                    f"servers[{s}].id",
+                    f"duplicate server id {srv.id!r} (also servers[{seen[srv.id]}])",
                 )
             seen[srv.id] = s
         total = sum(srv.gpus for srv in self.servers)
         jseen: dict[str, int] = {}
         for i, job in enumerate(self.jobs):
             if job.id in jseen:
-                raise fail(f"jobs[{i}].id", f"duplicate job id {job.id!r} (also jobs[{jseen[job.id]}])")
+                raise fail(
+                    f"jobs[{i}].id", f"duplicate job id {job.id!r} (also jobs[{jseen[job.id]}])"
+                )
             jseen[job.id] = i
             if job.gpus > total:
                 raise fail(
@@ -103,9 +106,9 @@ def fair_share_throughput(
     """
     best = 0.0
     for p in profiles:
-        if p.cpus_per_gpu <= cpus_per_gpu * (1 + FAIR_TOL) and p.mem_gb_per_gpu <= mem_gb_per_gpu * (
+        if p.cpus_per_gpu <= cpus_per_gpu * (
             1 + FAIR_TOL
-        ):
+        ) and p.mem_gb_per_gpu <= mem_gb_per_gpu * (1 + FAIR_TOL):
             best = max(best, p.throughput)
     return best
 

@@ -46,22 +46,44 @@ def candidate_profiles(arr: MultiResourceArrays) -> np.ndarray:
     return np.nonzero(keep)[0]
 
 
+def job_classes(arr: MultiResourceArrays, jobs: np.ndarray) -> list[np.ndarray]:
+    """Group ``jobs`` into classes of interchangeable jobs (same GPUs, same profile list)."""
+    bounds = np.searchsorted(arr.prof_job, np.arange(arr.num_jobs + 1))
+    groups: dict[tuple, list[int]] = {}
+    for j in jobs:
+        a, b = bounds[j], bounds[j + 1]
+        key = (
+            float(arr.job_gpus[j]),
+            tuple(arr.prof_cpu[a:b]),
+            tuple(arr.prof_mem[a:b]),
+            tuple(arr.prof_tput[a:b]),
+        )
+        groups.setdefault(key, []).append(int(j))
+    return [np.array(v, dtype=np.int64) for v in groups.values()]
+
+
 @dataclass(frozen=True)
 class Layout:
     """Column layout of the integrated model.
 
-    ``assign`` columns: (profile, server) pairs of jobs that fit on one server (binary).
-    ``split`` columns: (profile, server) pairs of jobs larger than every server (integer
-    GPUs of the job on that server). ``choice`` columns: profiles of split jobs (binary).
+    Jobs that fit on one server are grouped into classes of interchangeable jobs (same
+    GPUs and profile list); ``assign`` columns are (class, profile, server) triples: the
+    integer number of the class's jobs placed on the server with that profile (a class of
+    one job gives a binary). ``split`` columns: (profile, server) pairs of jobs larger than
+    every server (integer GPUs of the job on that server). ``choice`` columns: profiles of
+    split jobs (binary).
     """
 
+    class_members: list[np.ndarray]
     assign_prof: np.ndarray
+    """Flat profile index (of the class's first job) of each ``assign`` column."""
+    assign_cls: np.ndarray
     assign_srv: np.ndarray
+    assign_ub: np.ndarray
     split_prof: np.ndarray
     split_srv: np.ndarray
     split_ub: np.ndarray
     choice_prof: np.ndarray
-    single_jobs: np.ndarray
     split_jobs: np.ndarray
     identical_next: np.ndarray
     """Servers ``s`` whose successor ``s + 1`` has the same GPUs, CPUs and memory."""
@@ -70,21 +92,34 @@ class Layout:
     def of(cls, arr: MultiResourceArrays) -> Layout:
         cand = candidate_profiles(arr)
         split = arr.is_split()
-        job = arr.prof_job[cand]
-        g = arr.job_gpus[job]
         S = arr.num_servers
-        # single-server jobs: the profile must fit on the server as a whole
-        single = cand[~split[job]]
+        classes = job_classes(arr, np.nonzero(~split)[0])
+        reps = np.array([c[0] for c in classes], dtype=np.int64)
+        count = np.array([len(c) for c in classes], dtype=float)
+        cls_of = np.full(arr.num_jobs, -1)
+        cls_of[reps] = np.arange(len(reps))
+        # single-server classes: profiles of the first job; the count that fits per server
+        single = cand[cls_of[arr.prof_job[cand]] >= 0]
+        k_cls = cls_of[arr.prof_job[single]]
         gs = arr.job_gpus[arr.prof_job[single]]
-        fits = (
-            (gs[:, None] <= arr.srv_gpus[None, :])
-            & (gs[:, None] * arr.prof_cpu[single][:, None] <= arr.srv_cpus[None, :] * (1 + FIT_TOL))
-            & (gs[:, None] * arr.prof_mem[single][:, None] <= arr.srv_mem[None, :] * (1 + FIT_TOL))
-        )
-        ap, asv = np.nonzero(fits)
+        with np.errstate(divide="ignore"):
+            ub_a = np.minimum.reduce(
+                [
+                    np.broadcast_to(count[k_cls][:, None], (len(single), S)),
+                    np.floor(arr.srv_gpus[None, :] / gs[:, None]),
+                    np.floor(
+                        arr.srv_cpus[None, :] * (1 + FIT_TOL) / (gs * arr.prof_cpu[single])[:, None]
+                    ),
+                    np.floor(
+                        arr.srv_mem[None, :] * (1 + FIT_TOL) / (gs * arr.prof_mem[single])[:, None]
+                    ),
+                ]
+            )
+        ap, asv = np.nonzero(ub_a >= 1)
         # split jobs: up to min(server GPUs, job GPUs, what CPUs and memory allow) on a server
+        job = arr.prof_job[cand]
         many = cand[split[job]]
-        gm = g[split[job]]
+        gm = arr.job_gpus[arr.prof_job[many]]
         with np.errstate(divide="ignore"):
             ub = np.minimum.reduce(
                 [
@@ -101,13 +136,15 @@ class Layout:
             & (arr.srv_mem[:-1] == arr.srv_mem[1:])
         )
         return cls(
+            class_members=classes,
             assign_prof=single[ap],
+            assign_cls=k_cls[ap],
             assign_srv=asv,
+            assign_ub=ub_a[ap, asv],
             split_prof=many[sp_],
             split_srv=ss,
             split_ub=ub[sp_, ss],
             choice_prof=many,
-            single_jobs=np.nonzero(~split)[0],
             split_jobs=np.nonzero(split)[0],
             identical_next=np.nonzero(same)[0],
         )
@@ -133,11 +170,13 @@ def build_max_total_throughput(
     nA, nS, nC = len(lay.assign_prof), len(lay.split_prof), len(lay.choice_prof)
     m = pyo.ConcreteModel(name="multi_resource")
     m.JOBS = pyo.RangeSet(0, n - 1)
+    m.CLASSES = pyo.RangeSet(0, len(lay.class_members) - 1)
     m.SERVERS = pyo.RangeSet(0, S - 1)
     m.ASSIGN = pyo.RangeSet(0, nA - 1)
     m.SPLIT = pyo.RangeSet(0, nS - 1)
     m.CHOICE = pyo.RangeSet(0, nC - 1)
-    m.assign = pyo.Var(m.ASSIGN, domain=pyo.Binary)
+    aub = lay.assign_ub
+    m.assign = pyo.Var(m.ASSIGN, domain=pyo.NonNegativeIntegers, bounds=lambda _, k: (0, aub[k]))
     ub = lay.split_ub
     m.split_gpus = pyo.Var(m.SPLIT, domain=pyo.NonNegativeIntegers, bounds=lambda _, k: (0, ub[k]))
     m.choice = pyo.Var(m.CHOICE, domain=pyo.Binary)
@@ -159,12 +198,11 @@ def build_max_total_throughput(
     gA = arr.job_gpus[jobA]
     pS, pC = lay.split_prof, lay.choice_prof
 
-    # c_assign_one[i]: sum_{p,s} assign[i,p,s] == 1 (jobs that fit on one server)
-    single_row = np.full(n, -1)
-    single_row[lay.single_jobs] = np.arange(len(lay.single_jobs))
-    nsg = len(lay.single_jobs)
-    m.c_assign_one = LinearRows.from_coo(
-        single_row[jobA], colA, np.ones(nA), nsg, np.ones(nsg), np.ones(nsg), cols
+    # c_class_count[c]: sum_{p,s} assign[c,p,s] == number of jobs in class c
+    ncl = len(lay.class_members)
+    count = np.array([len(c) for c in lay.class_members], dtype=float)
+    m.c_class_count = LinearRows.from_coo(
+        lay.assign_cls, colA, np.ones(nA), ncl, count, count, cols
     )
     # c_choice_one[i]: sum_p choice[i,p] == 1 (split jobs)
     split_row = np.full(n, -1)
@@ -248,8 +286,14 @@ def build_config_only(arr: MultiResourceArrays) -> pyo.ConcreteModel:
     memory within the cluster's totals, no placement. Its optimum bounds the integrated
     MILP's from above.
     """
-    lay = Layout.of(arr)
-    prof = np.unique(np.concatenate([lay.assign_prof, lay.split_prof]))
+    cand = candidate_profiles(arr)
+    g = arr.job_gpus[arr.prof_job[cand]]
+    fits = (
+        (g[:, None] <= arr.srv_gpus[None, :])
+        & ((g * arr.prof_cpu[cand])[:, None] <= arr.srv_cpus[None, :] * (1 + FIT_TOL))
+        & ((g * arr.prof_mem[cand])[:, None] <= arr.srv_mem[None, :] * (1 + FIT_TOL))
+    ).any(axis=1)
+    prof = cand[fits | arr.is_split()[arr.prof_job[cand]]]
     P, n = len(prof), arr.num_jobs
     m = pyo.ConcreteModel(name="multi_resource_config_only")
     m.PROFILES = pyo.RangeSet(0, P - 1)
@@ -259,12 +303,16 @@ def build_config_only(arr: MultiResourceArrays) -> pyo.ConcreteModel:
     job = arr.prof_job[prof]
     g = arr.job_gpus[job]
     c_tot, m_tot = float(arr.srv_cpus.sum()), float(arr.srv_mem.sum())
-    m.c_choice_one = LinearRows.from_coo(job, np.arange(P), np.ones(P), n, np.ones(n), np.ones(n), cols)
+    m.c_choice_one = LinearRows.from_coo(
+        job, np.arange(P), np.ones(P), n, np.ones(n), np.ones(n), cols
+    )
     # c_resources[0]: total CPUs / cluster CPUs <= 1 ; [1]: total memory / cluster memory <= 1
     m.c_resources = LinearRows.from_coo(
         np.concatenate([np.zeros(P, dtype=np.int64), np.ones(P, dtype=np.int64)]),
         np.concatenate([np.arange(P), np.arange(P)]),
-        np.concatenate([g * arr.prof_cpu[prof] / max(c_tot, 1.0), g * arr.prof_mem[prof] / max(m_tot, 1.0)]),
+        np.concatenate(
+            [g * arr.prof_cpu[prof] / max(c_tot, 1.0), g * arr.prof_mem[prof] / max(m_tot, 1.0)]
+        ),
         2,
         np.full(2, -INF),
         np.array([c_tot / max(c_tot, 1.0), m_tot / max(m_tot, 1.0)]),

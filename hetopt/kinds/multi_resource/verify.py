@@ -110,9 +110,7 @@ def verify(
             default=0.0,
         )
         if prof.throughput < fair * (1 - 1e-12):
-            problems.append(
-                f"job {jid}: throughput {prof.throughput} below its fair share {fair}"
-            )
+            problems.append(f"job {jid}: throughput {prof.throughput} below its fair share {fair}")
         total += prof.throughput
     for sid, (g, c, mm) in used.items():
         s = servers[sid]

@@ -1,0 +1,65 @@
+"""``hetopt generate multi-resource``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ...cli import handle_errors
+
+
+@click.command("multi-resource")
+@click.option(
+    "--jobs", "num_jobs", type=click.IntRange(min=1), required=True, help="Number of jobs."
+)
+@click.option(
+    "--servers", "num_servers", type=click.IntRange(min=1), required=True, help="Number of servers."
+)
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Random seed."
+)
+@click.option("--gpus-per-server", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--cpus-per-server", type=click.FloatRange(min=0), default=24.0, show_default=True)
+@click.option("--mem-gb-per-server", type=click.FloatRange(min=0), default=500.0, show_default=True)
+@click.option(
+    "--profile-set",
+    type=click.Choice(["models", "models-4", "models-5", "models-6"]),
+    default="models",
+    show_default=True,
+    help="Synergy profile set (CPU:GPU ratio 3, 4, 5 or 6).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Output file (default: stdout).",
+)
+@handle_errors
+def generate_cmd(
+    num_jobs: int,
+    num_servers: int,
+    seed: int,
+    gpus_per_server: int,
+    cpus_per_server: float,
+    mem_gb_per_server: float,
+    profile_set: str,
+    output: Path | None,
+) -> None:
+    """Sample a multi_resource instance from Synergy's measured job profiles."""
+    from .generate import generate
+
+    inst = generate(
+        num_jobs,
+        num_servers,
+        seed,
+        gpus_per_server,
+        cpus_per_server,
+        mem_gb_per_server,
+        profile_set,
+    )
+    text = inst.to_json(output)
+    if output is None:
+        click.echo(text)
+    else:
+        click.echo(f"wrote {output} ({num_jobs} jobs, {num_servers} servers)", err=True)

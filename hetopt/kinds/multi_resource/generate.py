@@ -1,0 +1,84 @@
+"""Random ``multi_resource`` instances drawn from Synergy's measured profiles."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import InstanceError
+from .data import MultiResourceInstance
+from .synergy import PROFILE_SETS, profiles
+
+GPU_SIZES = (1, 2, 4, 12)
+GPU_PROBS = (0.70, 0.10, 0.15, 0.05)
+"""GPU demand of a job: Gavel's 1/2/4/8 mix with 8 replaced by 12, the largest size Synergy
+profiled (shufflenet); sizes a profile set lacks fall back to 1."""
+
+
+def generate(
+    num_jobs: int,
+    num_servers: int,
+    seed: int = 0,
+    gpus_per_server: int = 8,
+    cpus_per_server: float = 24.0,
+    mem_gb_per_server: float = 500.0,
+    profile_set: str = "models",
+    objective: str | None = "max_total_throughput",
+) -> MultiResourceInstance:
+    """A reproducible instance: ``num_servers`` identical servers (Synergy's default 8 GPUs,
+    24 CPUs, 500 GB) and ``num_jobs`` jobs with Synergy's profiles.
+
+    Each job draws its GPU count from :data:`GPU_SIZES` / :data:`GPU_PROBS` (kept only if the
+    cluster has that many GPUs and the profile set has that size), then a model uniformly
+    among those profiled at that size. While the jobs ask for more GPUs than the cluster
+    has, the largest job (the last drawn among ties) is redrawn as a 1-GPU job, so every
+    instance can place all its jobs.
+    """
+    if num_jobs < 1:
+        raise InstanceError("must be at least 1", "jobs")
+    if num_servers < 1:
+        raise InstanceError("must be at least 1", "servers")
+    if profile_set not in PROFILE_SETS:
+        raise InstanceError(
+            f"unknown profile set {profile_set!r}; expected one of: {', '.join(PROFILE_SETS)}",
+            "profile_set",
+        )
+    cluster = num_servers * gpus_per_server
+    if num_jobs > cluster:
+        raise InstanceError(
+            f"{num_jobs} jobs need at least {num_jobs} GPUs; {num_servers} servers have {cluster}",
+            "jobs",
+        )
+    table = profiles(profile_set)
+    by_size: dict[int, list[str]] = {}
+    for model, g in table:
+        by_size.setdefault(g, []).append(model)
+    rng = np.random.default_rng(seed)
+    drawn: list[tuple[str, int]] = []
+    for _ in range(num_jobs):
+        g = int(rng.choice(GPU_SIZES, p=GPU_PROBS))
+        if g not in by_size or g > cluster:
+            g = 1
+        models = by_size[g]
+        drawn.append((models[int(rng.integers(len(models)))], g))
+    while sum(g for _, g in drawn) > cluster:
+        sizes = np.array([g for _, g in drawn])
+        k = int(np.nonzero(sizes == sizes.max())[0][-1])
+        models = by_size[1]
+        drawn[k] = (models[int(rng.integers(len(models)))], 1)
+    servers = [
+        {
+            "id": f"s{s}",
+            "gpus": gpus_per_server,
+            "cpus": cpus_per_server,
+            "mem_gb": mem_gb_per_server,
+        }
+        for s in range(num_servers)
+    ]
+    jobs = [
+        {"id": f"j{k}-{model}", "gpus": g, "profile": table[(model, g)]}
+        for k, (model, g) in enumerate(drawn)
+    ]
+    data: dict = {"kind": "multi_resource", "servers": servers, "jobs": jobs}
+    if objective:
+        data["objective"] = objective
+    return MultiResourceInstance.from_dict(data)
