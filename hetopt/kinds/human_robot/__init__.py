@@ -29,6 +29,8 @@ from ..base import Extracted, Kind, Objective, UsageError, run_model
 from . import formulations as F
 from . import verify as V
 from .data import Agent, HumanRobotInstance, Precedence, Task, TeamArrays
+from .fjsp import fjsp_to_instance
+from .plot import plot_gantt
 from .temporal import Arc, earliest_schedule, precheck
 
 __all__ = [
@@ -38,6 +40,8 @@ __all__ = [
     "HumanRobotKind",
     "Precedence",
     "Task",
+    "fjsp_to_instance",
+    "plot_gantt",
     "replan",
 ]
 
