@@ -141,24 +141,30 @@ def _pack(comps: list[np.ndarray], bins: int) -> list[np.ndarray]:
 
 
 # --------------------------------------------------------------------------- workers
-def _solve_sub(payload: tuple[Any, str, SolveOptions, dict[str, Any]]) -> tuple[Result, float]:
+def _solve_sub(payload: tuple[Any, str, dict[str, Any], dict[str, Any]]) -> tuple[Result, float]:
     """Worker entry point: solve one sub-instance with the kind's own ``solve``."""
     inst, objective, options, params = payload
     t0 = time.perf_counter()
-    result = _kind(inst).solve(inst, objective, options, **params)
+    result = _kind(inst).solve(inst, objective, SolveOptions.from_dict(options), **params)
     return result, time.perf_counter() - t0
 
 
-def _solve_part(payload: tuple[MaxMinProblem, SolveOptions]) -> tuple[MaxMinSolution, float]:
+def _solve_part(payload: tuple[MaxMinProblem, dict[str, Any]]) -> tuple[MaxMinSolution, float]:
     """Worker entry point: one max-min part with the explicit normalisation."""
     problem, options = payload
     t0 = time.perf_counter()
-    sol = solve_max_min(problem, options)
+    sol = solve_max_min(problem, SolveOptions.from_dict(options))
     return sol, time.perf_counter() - t0
 
 
 def _worker_options(options: SolveOptions | None) -> SolveOptions:
     return (options or SolveOptions()).replace(threads=1)
+
+
+def _wire(options: SolveOptions) -> dict[str, Any]:
+    """Options as a plain dict: ``SolveOptions`` holds a mappingproxy, which cannot be
+    pickled to a process pool or a Dask worker."""
+    return options.to_dict()
 
 
 # --------------------------------------------------------------------------- exact
@@ -209,7 +215,7 @@ def solve_components(
     t1 = time.perf_counter()
     opts = _worker_options(options)
     with executor_for(executor=executor) as ex:
-        outs = run_all(ex, _solve_sub, [(s, name, opts, dict(params)) for s in subs])
+        outs = run_all(ex, _solve_sub, [(s, name, _wire(opts), dict(params)) for s in subs])
     t2 = time.perf_counter()
     results = [r for r, _ in outs]
     parts_info = [
@@ -219,6 +225,7 @@ def solve_components(
             "objective_value": r.objective_value,
             "wall_s": w,
             **{k: float(v) for k, v in r.timings.items()},
+            **{k: v for k, v in r.info.items() if k == "agnostic_lp_value"},
         }
         for g, (r, w) in zip(groups, outs, strict=True)
     ]
@@ -531,7 +538,7 @@ def solve_partitioned(
     t1 = time.perf_counter()
     opts = _worker_options(options)
     with executor_for(executor=executor) as ex:
-        outs = run_all(ex, _solve_part, [(pb, opts) for pb in problems])
+        outs = run_all(ex, _solve_part, [(pb, _wire(opts)) for pb in problems])
     t2 = time.perf_counter()
     X = np.zeros((arr.num_jobs, len(arr.types)))
     parts_info = []
