@@ -1,0 +1,461 @@
+"""Sphinx extension for the hetopt docs.
+
+* :func:`generate_all` (called from ``conf.py`` before Sphinx reads any page) writes
+  ``docs/generated/``: the model cards copied from ``models/``, one page per kind with
+  its JSON Schema, the CLI reference captured from the click app, and the benchmark
+  report. Nothing there is typed in by hand, and a kind that is not installed simply has
+  no page.
+* The ``hetopt-run`` directive executes a Python snippet from the repository root at
+  build time and shows the code, what it printed, the value of its last expression (a
+  DataFrame becomes a table) and any matplotlib figure it drew. A snippet that raises
+  fails the build, so tutorials cannot go stale.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.application import Sphinx
+from sphinx.util.docutils import SphinxDirective
+
+DOCS = Path(__file__).resolve().parents[1]
+ROOT = DOCS.parent
+GENERATED = DOCS / "generated"
+FIGURES = GENERATED / "figures"
+
+
+# -- generated pages -----------------------------------------------------------------------
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != text:  # keep mtimes: incremental builds
+        path.write_text(text)
+
+
+def _toctree(entries: list[str], maxdepth: int = 1, caption: str | None = None) -> str:
+    head = f"```{{toctree}}\n:maxdepth: {maxdepth}\n"
+    if caption:
+        head += f":caption: {caption}\n"
+    return head + "\n" + "\n".join(entries) + "\n```\n"
+
+
+_LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+def _fix_card_links(text: str, card_dir: Path) -> str:
+    """Links from a card to repository files outside ``models/`` become code text.
+
+    Links to other cards, to headings and to web pages stay links.
+    """
+
+    def repl(m: re.Match[str]) -> str:
+        bang, label, target = m.groups()
+        if bang or "://" in target or target.startswith(("#", "mailto:")):
+            return m.group(0)
+        path = target.split("#", 1)[0]
+        if path.endswith(".md") and (card_dir / path).resolve().is_relative_to(ROOT / "models"):
+            return m.group(0)
+        rel = os.path.normpath(card_dir.relative_to(ROOT) / path)
+        return f"{label} (`{rel}`)" if label and label.strip("`") != rel else f"`{rel}`"
+
+    return _LINK.sub(repl, text)
+
+
+def generate_models() -> list[str]:
+    """Copy ``models/`` (cards and their pictures) into ``generated/models``."""
+    src = ROOT / "models"
+    dst = GENERATED / "models"
+    if dst.exists():
+        shutil.rmtree(dst)
+    cards: list[str] = []
+    if src.is_dir():
+        for path in sorted(src.rglob("*")):
+            if path.is_dir() or path.name.startswith("."):
+                continue
+            rel = path.relative_to(src)
+            out = dst / rel
+            out.parent.mkdir(parents=True, exist_ok=True)
+            if path.suffix != ".md":
+                shutil.copy2(path, out)
+                continue
+            text = _fix_card_links(path.read_text(), path.parent)
+            if not re.match(r"\s*# ", text):  # every page needs a title for the toctree
+                text = f"# {path.stem.replace('_', ' ')}\n\n{text}"
+            out.write_text(text)
+            if path.name.lower() != "readme.md":
+                cards.append(rel.with_suffix("").as_posix())
+    intro = (
+        "# Model cards\n\n"
+        "The mathematics of every formulation: sets, parameters, variables, constraints and\n"
+        "objective, with the same names as the Pyomo components in `hetopt/kinds/`. The\n"
+        "cards are copied from the repository's `models/` folder at build time, so this\n"
+        "page always shows the cards that ship with the code.\n\n"
+    )
+    readme = dst / "README.md"
+    if readme.exists():
+        intro += readme.read_text().split("\n", 1)[-1] + "\n\n"
+        readme.unlink()
+    if cards:
+        body = intro + _toctree([f"models/{c}" for c in cards])
+    else:
+        body = intro + "No model card is present in this build.\n"
+    _write(GENERATED / "models.md", body)
+    return cards
+
+
+def _example_files(kind: str) -> list[Path]:
+    folder = ROOT / "instances" / kind
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.rglob("*") if p.suffix in (".json", ".yaml", ".yml"))
+
+
+BROKEN_KINDS: dict[str, str] = {}
+"""Kinds whose module is present but fails to load: reported as build warnings."""
+
+
+def available_kinds() -> list[str]:
+    """The registered kinds whose module is present and loads."""
+    import hetopt
+
+    names = []
+    for name in hetopt.kind_names():
+        try:
+            hetopt.get_kind(name)
+        except Exception as exc:
+            BROKEN_KINDS[name] = f"{type(exc).__name__}: {exc}"
+            continue
+        names.append(name)
+    return names
+
+
+def generate_kinds() -> list[str]:
+    """One page per installed kind: objectives, parameters, instance model, JSON Schema."""
+    import hetopt
+
+    dst = GENERATED / "kinds"
+    if dst.exists():
+        shutil.rmtree(dst)
+    names = available_kinds()
+    for name in names:
+        kind = hetopt.get_kind(name)
+        model = kind.instance_model
+        lines = [f"# `{name}`", "", f"{kind.description}.", ""]
+        lines += [
+            "## Objectives",
+            "",
+            "| objective | sense | unit | meaning |",
+            "|---|---|---|---|",
+        ]
+        for o in kind.objectives:
+            desc = o.description.replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| `{o.name}` | {o.sense} | {o.unit or '-'} | {desc} |")
+        lines.append("")
+        if kind.params:
+            lines += ["## Parameters of `solve`", ""]
+            lines += [
+                "Pass them as keywords to `hetopt.solve` or as `--param KEY=VALUE` on the "
+                "command line.",
+                "",
+                "| parameter | meaning |",
+                "|---|---|",
+            ]
+            for p, desc in kind.params.items():
+                cell = desc.replace("|", "\\|")
+                lines.append(f"| `{p}` | {cell} |")
+            lines.append("")
+        lines += [
+            "## Instance model",
+            "",
+            "```{eval-rst}",
+            f".. autoclass:: {model.__module__}.{model.__qualname__}",
+            "   :no-members:",
+            "```",
+            "",
+        ]
+        examples = _example_files(name)
+        if examples:
+            lines += ["## Example instances", ""]
+            lines += [f"- `{p.relative_to(ROOT).as_posix()}`" for p in examples]
+            lines.append("")
+            small = min(examples, key=lambda p: p.stat().st_size)
+            if small.suffix == ".json" and small.stat().st_size <= 4000:
+                lines += [
+                    f"The smallest, `{small.relative_to(ROOT).as_posix()}`:",
+                    "",
+                    "```json",
+                    small.read_text().rstrip(),
+                    "```",
+                    "",
+                ]
+        schema = json.dumps(model.model_json_schema(), indent=2)
+        lines += [
+            "## JSON Schema",
+            "",
+            f"Generated at build time from `{model.__qualname__}` (the same schema as "
+            f"`hetopt schema {name}`). Editors that understand JSON Schema can check instance "
+            "files against it.",
+            "",
+            "```json",
+            schema,
+            "```",
+            "",
+        ]
+        _write(dst / f"{name}.md", "\n".join(lines))
+    intro = (
+        "# Instance formats\n\n"
+        "An instance is a JSON (or YAML) object whose `kind` field selects the model that\n"
+        "validates it. Unknown fields are errors, and every error names the file, the field\n"
+        "path (e.g. `jobs[3].throughput.v100`) and what was expected (exit code 3 on the\n"
+        "command line). The pages below are generated from the pydantic models of the kinds\n"
+        "present in this build.\n\n"
+    )
+    _write(GENERATED / "kinds.md", intro + _toctree([f"kinds/{n}" for n in names]))
+    return names
+
+
+def _cli_commands(cmd: Any, ctx: Any, path: list[str]) -> list[tuple[list[str], Any, Any]]:
+    import click
+
+    out = [(path, cmd, ctx)]
+    if isinstance(cmd, click.Group):
+        for name in cmd.list_commands(ctx):
+            sub = cmd.get_command(ctx, name)
+            if sub is None or getattr(sub, "hidden", False):
+                continue
+            sub_ctx = click.Context(
+                sub, info_name=name, parent=ctx, max_content_width=88, terminal_width=88
+            )
+            out += _cli_commands(sub, sub_ctx, [*path, name])
+    return out
+
+
+def generate_cli() -> None:
+    """The CLI reference: ``--help`` of every (sub-)command, and the exit codes."""
+    import click
+
+    from hetopt import cli
+
+    root = click.Context(cli.main, info_name="hetopt", max_content_width=88, terminal_width=88)
+    lines = [
+        "# Command-line reference",
+        "",
+        "Generated at build time from the click application (`hetopt.cli.main`), so it lists",
+        "exactly the commands of this build, including the sub-commands that kinds add.",
+        "",
+        "## Exit codes",
+        "",
+        "A fixed contract: scripts and schedulers rely on them.",
+        "",
+        "| code | meaning |",
+        "|---|---|",
+    ]
+    meaning = {
+        cli.EXIT_OK: "optimal or feasible solution (`validate`: the instance is valid)",
+        cli.EXIT_INTERNAL: "internal error (solver crash, bug)",
+        cli.EXIT_USAGE: "usage error (bad flag, unknown objective or kind, bad option file, "
+        "nothing to plot)",
+        cli.EXIT_INVALID: "invalid instance or input file (the message names the file, the "
+        "field and what was expected)",
+        cli.EXIT_INFEASIBLE: "infeasible or unbounded",
+        cli.EXIT_NO_SOLUTION: "no solution within the limits (time limit before any solution)",
+    }
+    for code in sorted(meaning):
+        lines.append(f"| {code} | {meaning[code]} |")
+    lines += [
+        "",
+        "Errors are one line on stderr, `hetopt: error: ...`; set `HETOPT_DEBUG=1` for a",
+        "traceback of an internal error.",
+        "",
+    ]
+    for path, cmd, ctx in _cli_commands(cli.main, root, ["hetopt"]):
+        title = " ".join(path)
+        lines += [f"## `{title}`", "", "```text", cmd.get_help(ctx).rstrip(), "```", ""]
+    _write(GENERATED / "cli.md", "\n".join(lines))
+
+
+def generate_benchmarks() -> None:
+    """The benchmark page from ``.benchmarks/ci.json`` (written by CI), if present."""
+    import bench_report
+
+    source = Path(os.environ.get("HETOPT_BENCH_JSON", ROOT / ".benchmarks" / "ci.json"))
+    head = (
+        "# Benchmark results\n\n"
+        "Generated at build time from the pytest-benchmark JSON that CI writes\n"
+        "(`python -m pytest --benchmark-json=.benchmarks/ci.json`, the quick subset; "
+        "`python -m pytest -m slow` runs the large sizes). To make the same report from\n"
+        "your own run: `python docs/bench_report.py RUN.json -o report.md --plot report.png`.\n"
+        "Every benchmark asserts its known answer before it is timed; solve benchmarks run\n"
+        "HiGHS with one thread.\n\n"
+    )
+    if not source.is_file():
+        _write(GENERATED / "benchmarks.md", head + "No benchmark run available.\n")
+        return
+    try:
+        report = bench_report.load(source)
+    except (ValueError, KeyError) as exc:
+        _write(
+            GENERATED / "benchmarks.md",
+            head + f"No benchmark run available (`{source.name}` is unreadable: {exc}).\n",
+        )
+        return
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    body = bench_report.markdown(report, heading_level=2)
+    if len(report.rows):
+        bench_report.plot(report, FIGURES / "benchmarks.png")
+        body += "\n![benchmark times](figures/benchmarks.png)\n"
+    _write(GENERATED / "benchmarks.md", head + body)
+
+
+def generate_all() -> None:
+    """Write every generated page (called from ``conf.py``)."""
+    GENERATED.mkdir(exist_ok=True)
+    FIGURES.mkdir(exist_ok=True)
+    generate_models()
+    generate_kinds()
+    generate_cli()
+    generate_benchmarks()
+
+
+# -- the hetopt-run directive --------------------------------------------------------------
+
+
+def _format_cell(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if v is None:
+        return ""
+    return str(v)
+
+
+def dataframe_table(df: Any, max_rows: int) -> list[nodes.Node]:
+    """A docutils table of a pandas DataFrame (first ``max_rows`` rows)."""
+    shown = df.head(max_rows)
+    cols = [str(c) for c in shown.columns]
+    table = nodes.table(classes=["hetopt-table"])
+    group = nodes.tgroup(cols=len(cols))
+    table += group
+    for _ in cols:
+        group += nodes.colspec(colwidth=1)
+    head = nodes.thead()
+    group += head
+    row = nodes.row()
+    head += row
+    for c in cols:
+        entry = nodes.entry()
+        entry += nodes.paragraph(text=c)
+        row += entry
+    body = nodes.tbody()
+    group += body
+    for rec in shown.itertuples(index=False, name=None):
+        row = nodes.row()
+        for v in rec:
+            entry = nodes.entry()
+            entry += nodes.paragraph(text=_format_cell(v))
+            row += entry
+        body += row
+    out: list[nodes.Node] = [table]
+    if len(df) > max_rows:
+        out.append(nodes.paragraph(text=f"({len(df) - max_rows} more rows not shown)"))
+    return out
+
+
+class HetoptRun(SphinxDirective):
+    """Run Python at build time and show code, output, last value and figures."""
+
+    has_content = True
+    option_spec = {
+        "requires-kind": directives.unchanged,
+        "hide-code": directives.flag,
+        "hide-output": directives.flag,
+        "max-rows": directives.positive_int,
+        "figure-width": directives.unchanged,
+    }
+
+    def run(self) -> list[nodes.Node]:
+        import hetopt
+
+        kind = self.options.get("requires-kind")
+        if kind and (kind not in hetopt.kind_names() or kind in BROKEN_KINDS):
+            note = nodes.note()
+            note += nodes.paragraph(
+                text=f"The {kind} kind is not part of this build yet: this example runs "
+                "(and its output appears here) once it lands."
+            )
+            return [note]
+        code = "\n".join(self.content)
+        out: list[nodes.Node] = []
+        if "hide-code" not in self.options:
+            block = nodes.literal_block(code, code, language="python")
+            out.append(block)
+        namespace = self.env.temp_data.setdefault("hetopt_run_namespace", {"__name__": "docs"})
+        stdout = io.StringIO()
+        import matplotlib.pyplot as plt
+
+        plt.close("all")
+        try:
+            tree = ast.parse(code)
+            last = None
+            if tree.body and isinstance(tree.body[-1], ast.Expr):
+                last = ast.Expression(tree.body.pop().value)
+            with contextlib.chdir(ROOT), contextlib.redirect_stdout(stdout):
+                exec(compile(tree, f"<{self.env.docname}>", "exec"), namespace)
+                value = (
+                    eval(compile(last, f"<{self.env.docname}>", "eval"), namespace)
+                    if last
+                    else None
+                )
+        except Exception as exc:
+            plt.close("all")
+            raise self.error(f"hetopt-run: the example raised {type(exc).__name__}: {exc}") from exc
+        text = stdout.getvalue().rstrip()
+        if "hide-output" not in self.options:
+            if text:
+                out.append(nodes.literal_block(text, text, language="none"))
+            if value is not None:
+                import pandas as pd
+
+                if isinstance(value, pd.DataFrame):
+                    out.extend(dataframe_table(value, self.options.get("max-rows", 15)))
+                elif not hasattr(value, "figure"):  # an Axes: the figure is shown below
+                    rep = repr(value)
+                    out.append(nodes.literal_block(rep, rep, language="none"))
+        serial = self.env.new_serialno("hetopt-run")
+        slug = self.env.docname.replace("/", "-")
+        for k, num in enumerate(plt.get_fignums()):
+            fig = plt.figure(num)
+            name = f"{slug}-{serial}-{k}.png"
+            FIGURES.mkdir(parents=True, exist_ok=True)
+            fig.savefig(FIGURES / name, dpi=110)
+            image = nodes.image(uri=f"/generated/figures/{name}", alt=f"figure {k + 1}")
+            image["width"] = self.options.get("figure-width", "90%")
+            out.append(image)
+        plt.close("all")
+        return out
+
+
+def _report_broken_kinds(app: Sphinx) -> None:
+    from sphinx.util import logging
+
+    if os.environ.get("HETOPT_DOCS_ALLOW_BROKEN_KINDS"):
+        return
+    log = logging.getLogger("hetopt_docs")
+    for name, error in BROKEN_KINDS.items():
+        log.warning("kind %r is registered and present but does not load: %s", name, error)
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_directive("hetopt-run", HetoptRun)
+    app.connect("builder-inited", _report_broken_kinds)
+    return {"version": "1", "parallel_read_safe": False, "parallel_write_safe": True}
