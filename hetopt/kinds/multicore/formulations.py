@@ -29,8 +29,10 @@ from .heuristics import Schedule
 INF = float("inf")
 FORMULATIONS = ("auto", "assignment", "disjunctive", "time_indexed")
 TIME_INDEXED_MAX_SLOTS = 4000
-"""``formulation="auto"`` picks the time-indexed model for a DAG with integer durations
-when it has at most this many (task, core, start) binaries."""
+TIME_INDEXED_MAX_HORIZON = 100
+"""``formulation="auto"`` picks the time-indexed model for a DAG with whole-number
+durations when the horizon is at most this many seconds and the model has at most
+``TIME_INDEXED_MAX_SLOTS`` (task, core, start) binaries (measured on Kacem/Fattahi)."""
 
 
 @dataclass(frozen=True)
@@ -256,9 +258,11 @@ def build_disjunctive(arr: MulticoreArrays, plan: Plan) -> pyo.ConcreteModel:
     r.add(np.arange(n), s + np.arange(n), -1.0)
     r.add(pairs.task, cols, -pairs.p)
     m.c_finish = r.build(n, tails, INF, lay)
-    # c_before[q,c]: start[j] >= start[i] + p[i,c] - H (3 - assign[i,c] - assign[j,c] - order[q])
-    # c_after[q,c]:  start[i] >= start[j] + p[j,c] - H (2 - assign[i,c] - assign[j,c] + order[q])
+    # c_before[q,c]: start[j] >= start[i] + p[i,c] - M (3 - assign[i,c] - assign[j,c] - order[q])
+    # c_after[q,c]:  start[i] >= start[j] + p[j,c] - M' (2 - assign[i,c] - assign[j,c] + order[q])
+    # M = ub(start[i]) + p[i,c] - lb(start[j]) (<= horizon + p[i,c]): the least valid big-M.
     idx = pairs.index(n, arr.num_cores)
+    s_hi = np.maximum(s_ub, heads)
     rb, ra = _Rows(), _Rows()
     lo_b: list[float] = []
     lo_a: list[float] = []
@@ -266,10 +270,12 @@ def build_disjunctive(arr: MulticoreArrays, plan: Plan) -> pyo.ConcreteModel:
     for q, (i, j) in enumerate(op):
         for c in np.nonzero(arr.eligible[i] & arr.eligible[j])[0]:
             ki, kj = idx[i, c], idx[j, c]
-            rb.add(row, [s + j, s + i, a + ki, a + kj, y + q], [1.0, -1.0, -Hs, -Hs, -Hs])
-            ra.add(row, [s + i, s + j, a + ki, a + kj, y + q], [1.0, -1.0, -Hs, -Hs, Hs])
-            lo_b.append(pairs.p[ki] - 3 * Hs)
-            lo_a.append(pairs.p[kj] - 2 * Hs)
+            mb = max(float(s_hi[i] + pairs.p[ki] - heads[j]), 0.0)
+            ma = max(float(s_hi[j] + pairs.p[kj] - heads[i]), 0.0)
+            rb.add(row, [s + j, s + i, a + ki, a + kj, y + q], [1.0, -1.0, -mb, -mb, -mb])
+            ra.add(row, [s + i, s + j, a + ki, a + kj, y + q], [1.0, -1.0, -ma, -ma, ma])
+            lo_b.append(pairs.p[ki] - 3 * mb)
+            lo_a.append(pairs.p[kj] - 2 * ma)
             row += 1
     m.c_before = rb.build(row, np.asarray(lo_b), INF, lay)
     m.c_after = ra.build(row, np.asarray(lo_a), INF, lay)

@@ -60,7 +60,11 @@ def make_plan(
     if formulation == "auto":
         if not arr.has_dag:
             formulation = "assignment"
-        elif integer and F.horizon_slots(arr, horizon) <= F.TIME_INDEXED_MAX_SLOTS:
+        elif (
+            integer
+            and horizon <= F.TIME_INDEXED_MAX_HORIZON
+            and F.horizon_slots(arr, horizon) <= F.TIME_INDEXED_MAX_SLOTS
+        ):
             formulation = "time_indexed"
         else:
             formulation = "disjunctive"
