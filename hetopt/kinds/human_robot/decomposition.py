@@ -141,7 +141,7 @@ def _allocate(
         if not raw.status.has_solution:
             return None, None
         bound = float(raw.bound) * m._tau if raw.bound is not None else None
-        human_cap = float(raw.objective) * m._tau
+        human_cap = float(raw.objective or 0.0) * m._tau
     m = build_allocation(arr, objective, es, fa, idle, human_cap)
     hm, raw, _ = solve_pyomo(m, opts)
     if not raw.status.has_solution:
