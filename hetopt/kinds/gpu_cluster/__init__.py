@@ -67,6 +67,33 @@ class GpuClusterKind(Kind):
         Objective(
             "makespan", "exact minimum time to finish every job's steps_remaining", "s", "min"
         ),
+        Objective(
+            "max_min_fairness_water_filling",
+            "leximin (hierarchical) max-min fairness over the same normalised values, "
+            "with entity weights; exact by LPs (no MILP)",
+            "normalised throughput",
+            "max",
+        ),
+        Objective(
+            "finish_time_fairness",
+            "Themis: minimise the largest ratio of finish time to the finish time under an "
+            "isolated 1/N share (bisection over LPs)",
+            "ratio",
+            "min",
+        ),
+        Objective(
+            "max_total_throughput",
+            "maximise the sum of weight * throughput / fastest throughput (normalised)",
+            "normalised throughput",
+            "max",
+        ),
+        Objective(
+            "min_cost",
+            "maximise normalised throughput per dollar (cost_per_hour), meeting SLOs "
+            "(deadline_s) and reporting any that cannot be met",
+            "normalised throughput per $/h",
+            "max",
+        ),
     )
     instance_model = GpuClusterInstance
     params = {
@@ -86,6 +113,19 @@ class GpuClusterKind(Kind):
                 # all types equal: steps are read as seconds of work at throughput 1
                 return F.build_makespan(arr, thr)
             return F.build_makespan(arr)
+        from . import policies as P
+        from . import policy_models as PM
+
+        thr_a = agnostic_throughputs(arr) if agnostic else arr.thr
+        if objective == "max_min_fairness_water_filling":  # the first level's LP
+            return F.build_max_min_fairness(arr, thr_a, P.entity_weights(instance))
+        if objective == "finish_time_fairness":  # the feasibility LP at ratio 1
+            P.require_steps(instance, objective)
+            return PM.build_finish_time_fairness(arr, thr_a)
+        if objective == "max_total_throughput":
+            return PM.build_max_total_throughput(arr, thr_a)
+        if objective == "min_cost":
+            return PM.build_min_cost(arr, thr_a, P._costs(instance), P.slo_need(instance))
         raise KeyError(objective)
 
     def solve(
@@ -95,6 +135,16 @@ class GpuClusterKind(Kind):
         options: SolveOptions,
         agnostic: bool = False,
     ) -> Result:
+        from . import policies as P
+
+        multi = {
+            "max_min_fairness_water_filling": P.solve_water_filling,
+            "finish_time_fairness": P.solve_finish_time_fairness,
+            "max_total_throughput": P.solve_max_total_throughput,
+            "min_cost": P.solve_min_cost,
+        }
+        if objective in multi:
+            return multi[objective](self, instance, options, agnostic)
         result, _ = self.solve_persistent(instance, objective, options, agnostic)
         return result
 
@@ -191,7 +241,11 @@ class GpuClusterKind(Kind):
 
     def verify(self, instance: GpuClusterInstance, result: Result) -> Verification:
         return V.verify(
-            instance, result.objective, result.objective_value, result.tables["allocation"]
+            instance,
+            result.objective,
+            result.objective_value,
+            result.tables["allocation"],
+            result.tables.get("jobs"),
         )
 
 

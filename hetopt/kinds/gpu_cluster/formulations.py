@@ -92,16 +92,22 @@ def contention(arr: ClusterArrays) -> float:
     return max(1.0, float(arr.scale.sum() / arr.workers.sum()))
 
 
-def max_min_coefficients(arr: ClusterArrays, thr: np.ndarray) -> np.ndarray:
+def max_min_coefficients(
+    arr: ClusterArrays, thr: np.ndarray, weight: np.ndarray | None = None
+) -> np.ndarray:
     """``scale_i * thr[i,t] / (weight_i * p_i)`` for every job and type."""
     p = arr.proportional_throughput(thr)
-    return (arr.scale / (arr.weight * p))[:, None] * thr
+    w = arr.weight if weight is None else weight
+    return (arr.scale / (w * p))[:, None] * thr
 
 
-def build_max_min_fairness(arr: ClusterArrays, thr: np.ndarray | None = None) -> pyo.ConcreteModel:
+def build_max_min_fairness(
+    arr: ClusterArrays, thr: np.ndarray | None = None, weight: np.ndarray | None = None
+) -> pyo.ConcreteModel:
     """Gavel's heterogeneity-aware max-min fairness LP.
 
-    ``thr`` overrides the throughputs used to *allocate* (the agnostic baseline). The
+    ``thr`` overrides the throughputs used to *allocate* (the agnostic baseline);
+    ``weight`` overrides the job weights (entity weights in water-filling). The
     objective variable is ``z = kappa * min_i value_i`` with ``kappa`` =
     :func:`contention`, so it is O(1) however oversubscribed the cluster is.
     """
@@ -110,7 +116,7 @@ def build_max_min_fairness(arr: ClusterArrays, thr: np.ndarray | None = None) ->
     m = _base(arr, pairs)
     kappa = contention(arr)
     m.kappa = pyo.Param(initialize=kappa, mutable=False)
-    coef = max_min_coefficients(arr, thr)[pairs.job, pairs.type] * kappa
+    coef = max_min_coefficients(arr, thr, weight)[pairs.job, pairs.type] * kappa
     # c_fair[i]: sum_t kappa * scale_i * thr[i,t] / (weight_i * p_i) * alloc[i,t] >= z
     m.c_fair = _per_job_rows(m, pairs, arr.num_jobs, coef)
     m.obj = pyo.Objective(expr=m.z, sense=pyo.maximize)

@@ -98,11 +98,85 @@ def makespan_value(arr: ClusterArrays, X: np.ndarray) -> float:
     return float(finish.max())
 
 
+def _best(arr: ClusterArrays) -> np.ndarray:
+    return np.where(arr.allowed, arr.thr, 0.0).max(axis=1)
+
+
+def normalized_throughput(arr: ClusterArrays, X: np.ndarray) -> np.ndarray:
+    """``weight_i * thr_i(X) / best_i`` (1 = full time on the job's fastest usable type)."""
+    return arr.weight * effective_throughput(arr, X) / _best(arr)
+
+
+def cost_per_hour(arr: ClusterArrays, X: np.ndarray, cost: np.ndarray) -> float:
+    """Dollars per hour the allocation pays: ``sum_{i,t} cost[t] * scale_i * X[i,t]``."""
+    return float((arr.scale[:, None] * np.clip(X, 0, None) * cost[None, :]).sum())
+
+
+def throughput_per_dollar(arr: ClusterArrays, X: np.ndarray, cost: np.ndarray) -> float:
+    paid = cost_per_hour(arr, X, cost)
+    total = float(normalized_throughput(arr, X).sum())
+    return total / paid if paid > 0 else 0.0
+
+
+def _entity_weights(instance: GpuClusterInstance) -> np.ndarray:
+    # written out again on purpose (not shared with the solver): entity weight split over
+    # the entity's jobs in proportion to their own weights
+    weights = [j.weight for j in instance.jobs]
+    totals: dict[str, float] = {}
+    for j in instance.jobs:
+        if j.entity is not None:
+            totals[j.entity] = totals.get(j.entity, 0.0) + j.weight
+    ew = instance.entity_weights or {}
+    out = []
+    for j, w in zip(instance.jobs, weights, strict=True):
+        out.append(w if j.entity is None else ew.get(j.entity, 1.0) * w / totals[j.entity])
+    return np.array(out)
+
+
+def _ftf_value(instance: GpuClusterInstance, X: np.ndarray) -> float:
+    arr = instance.arrays
+    elapsed = np.array([j.time_elapsed_s or 0.0 for j in instance.jobs])
+    W = arr.workers.sum()
+    share = np.minimum(1.0, W / (arr.num_jobs * arr.scale))
+    iso = np.zeros(arr.num_jobs)
+    for t in range(len(arr.types)):
+        iso += np.where(arr.allowed[:, t], arr.thr[:, t], 0.0) * arr.workers[t] / W * share
+    thr = effective_throughput(arr, X)
+    if (thr <= 0).any():
+        return float("inf")
+    ratio = (elapsed + arr.steps / thr) / (elapsed + arr.steps / iso)
+    return float(ratio.max())
+
+
+def _check_deadlines(
+    instance: GpuClusterInstance, X: np.ndarray, jobs: pd.DataFrame | None
+) -> list[str]:
+    arr = instance.arrays
+    thr = effective_throughput(arr, X)
+    problems = []
+    claimed: dict[str, bool] = {}
+    if jobs is not None and "deadline_met" in jobs.columns:
+        claimed = dict(zip(jobs["job"].astype(str), jobs["deadline_met"].astype(bool), strict=True))
+    for i, j in enumerate(instance.jobs):
+        if j.deadline_s is None:
+            continue
+        finish = arr.steps[i] / thr[i] if thr[i] > 0 else float("inf")
+        met = finish <= j.deadline_s * (1 + 1e-5)
+        if j.id not in claimed:
+            problems.append(f"job {j.id} has an SLO but the jobs table does not say if it is met")
+        elif claimed[j.id] and not met:
+            problems.append(
+                f"job {j.id}: SLO reported met but finishes at {finish:.6g} s > {j.deadline_s} s"
+            )
+    return problems
+
+
 def verify(
     instance: GpuClusterInstance,
     objective: str,
     objective_value: float | None,
     allocation: pd.DataFrame,
+    jobs: pd.DataFrame | None = None,
 ) -> Verification:
     arr = instance.arrays
     X, problems = allocation_matrix(arr, allocation)
@@ -113,6 +187,19 @@ def verify(
         value = max_min_value(arr, X)
     elif objective == "makespan":
         value = makespan_value(arr, X)
+    elif objective == "max_min_fairness_water_filling":
+        p = arr.proportional_throughput()
+        w = _entity_weights(instance)
+        value = float((arr.scale * effective_throughput(arr, X) / (w * p)).min())
+    elif objective == "finish_time_fairness":
+        value = _ftf_value(instance, X)
+    elif objective == "max_total_throughput":
+        value = float(normalized_throughput(arr, X).sum())
+    elif objective == "min_cost":
+        cost = np.array([(instance.cost_per_hour or {}).get(t, 0.0) for t in arr.types])
+        value = throughput_per_dollar(arr, X, cost)
+        problems += _check_deadlines(instance, X, jobs)
+        checks.append("deadlines")
     if value is not None:
         checks.append("objective")
         if objective_value is None or not np.isclose(value, objective_value, rtol=1e-5, atol=1e-9):

@@ -1,0 +1,602 @@
+"""Solve loops of the multi-LP ``gpu_cluster`` policies.
+
+Water-filling (leximin max-min fairness), finish-time fairness (bisection on the
+ratio), total throughput and throughput per dollar with SLOs. Every policy builds its
+Pyomo model once (``policy_models.py`` / ``formulations.py``), compiles it into one
+persistent :class:`~hetopt.highs.HighsModel` and changes bounds / coefficients between
+LP solves. See ``models/gpu_cluster_*.md`` for the mathematics.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import pyomo.environ as pyo
+
+from ...errors import InstanceError
+from ...highs import CompiledModel, HighsModel, RawSolution, compile_model
+from ...options import SolveOptions
+from ...result import Result
+from ...status import Status
+from . import formulations as F
+from . import policy_models as PM
+from . import verify as V
+from .data import ClusterArrays, GpuClusterInstance
+
+if TYPE_CHECKING:
+    from ..base import Kind
+
+log = logging.getLogger(__name__)
+
+LEVEL_TOL = 1e-6
+"""Relative tolerance of water-filling: a job counts as stuck at a level when no optimum
+gives it more than ``(1 + LEVEL_TOL)`` times the level's value."""
+DUAL_CERTIFICATES = True
+"""Freeze jobs whose row dual proves they are stuck (set False to check every candidate
+with the extra LP instead; both are exact, the duals save LP solves)."""
+FTF_TOL = 1e-6
+"""Relative tolerance of the finish-time-fairness bisection on the ratio."""
+
+
+# ------------------------------------------------------------------- shared pieces
+
+
+def allocation_throughputs(arr: ClusterArrays, agnostic: bool) -> np.ndarray:
+    """The throughputs used to allocate (true ones, or the agnostic view)."""
+    if agnostic:
+        from . import agnostic_throughputs
+
+        return agnostic_throughputs(arr)
+    return arr.thr
+
+
+def entity_weights(inst: GpuClusterInstance) -> np.ndarray:
+    """Job weights with entity weights split over each entity's jobs.
+
+    A job of entity ``e`` gets ``entity_weights[e] * weight_i / sum_{j in e} weight_j``
+    (an entity's weight is shared in proportion to its jobs' own weights; a missing
+    ``entity_weights`` entry counts as 1). Jobs without an entity keep ``weight``.
+    """
+    arr = inst.arrays
+    w = arr.weight.copy()
+    ents = [j.entity for j in inst.jobs]
+    if all(e is None for e in ents):
+        return w
+    ew = dict(inst.entity_weights or {})
+    totals: dict[str, float] = {}
+    for e, wi in zip(ents, arr.weight, strict=True):
+        if e is not None:
+            totals[e] = totals.get(e, 0.0) + float(wi)
+    for i, e in enumerate(ents):
+        if e is not None:
+            w[i] = ew.get(e, 1.0) * arr.weight[i] / totals[e]
+    return w
+
+
+def _x_matrix(arr: ClusterArrays, pairs: F.Pairs, xvals: np.ndarray) -> np.ndarray:
+    x = np.where(np.abs(xvals) < 1e-10, 0.0, xvals)
+    x = np.clip(x, 0.0, None)
+    X = np.zeros((arr.num_jobs, len(arr.types)))
+    X[pairs.job, pairs.type] = x
+    return X
+
+
+def _tables(
+    arr: ClusterArrays, pairs: F.Pairs, X: np.ndarray, jobs_extra: Mapping[str, Any]
+) -> dict[str, pd.DataFrame]:
+    allocation = pd.DataFrame(
+        {
+            "job": [arr.job_ids[i] for i in pairs.job],
+            "worker_type": [arr.types[t] for t in pairs.type],
+            "fraction": X[pairs.job, pairs.type],
+        }
+    )
+    jobs = pd.DataFrame(
+        {
+            "job": arr.job_ids,
+            "time_share": X.sum(axis=1),
+            "throughput": V.effective_throughput(arr, X),
+            **jobs_extra,
+        }
+    )
+    return {"allocation": allocation, "jobs": jobs}
+
+
+def _assemble(
+    kind: Kind,
+    inst: GpuClusterInstance,
+    objective: str,
+    status: Status,
+    termination: str,
+    value: float | None,
+    bound: float | None,
+    gap: float | None,
+    tables: dict[str, pd.DataFrame],
+    info: dict[str, Any],
+    timings: dict[str, float],
+    t_start: float,
+) -> Result:
+    if not status.has_solution:
+        value, bound, gap, tables = None, None, None, {}
+    res = Result(
+        kind=kind.name,
+        objective=objective,
+        status=status,
+        termination=termination,
+        objective_value=value,
+        bound=bound,
+        gap=gap,
+        tables=tables,
+        info=info,
+    )
+    if status.has_solution:
+        res = replace(res, verification=kind.verify(inst, res))
+    t_end = time.perf_counter()
+    timings = dict(timings)
+    timings["load_s"] = timings.get("load_s", 0.0) + max(
+        0.0, t_end - t_start - sum(timings.values())
+    )
+    return replace(res, timings=timings, runtime_s=t_end - t_start)
+
+
+def _compile(build: Any) -> tuple[pyo.ConcreteModel, CompiledModel, HighsModel, dict[str, float]]:
+    t0 = time.perf_counter()
+    m = build()
+    t1 = time.perf_counter()
+    cm = compile_model(m)
+    hm = HighsModel(cm)
+    t2 = time.perf_counter()
+    return m, cm, hm, {"build_s": t1 - t0, "transfer_s": t2 - t1, "solve_s": 0.0}
+
+
+def _remaining(options: SolveOptions, t_start: float) -> SolveOptions:
+    if options.time_limit_s is None:
+        return options
+    left = max(1e-3, options.time_limit_s - (time.perf_counter() - t_start))
+    return replace(options, time_limit_s=left)
+
+
+def _ipm_no_crossover(options: SolveOptions) -> SolveOptions:
+    hopts = {"run_crossover": "off", **dict(options.highs_options)}
+    method = options.lp_method if options.lp_method != "auto" else "ipm"
+    return replace(options, lp_method=method, highs_options=hopts)
+
+
+# --------------------------------------------------------------------- water-filling
+
+
+def solve_water_filling(
+    kind: Kind, inst: GpuClusterInstance, options: SolveOptions, agnostic: bool = False
+) -> Result:
+    """Leximin (hierarchical) max-min fairness over Gavel's normalised values.
+
+    Level ``k`` maximises the smallest value ``z`` of the jobs not yet frozen (frozen
+    jobs keep at least their level's value). A job is frozen when it is at ``z`` in
+    *every* optimum of that level's LP. The interior-point solution without crossover
+    lies in the relative interior of the optimal face, so the candidates are the free
+    jobs at ``z`` there; a candidate whose row dual is positive is stuck by LP duality
+    (complementary slackness holds for every optimum). Any candidate without such a
+    certificate is checked with one more LP (maximise the candidates' total value with
+    every free job kept at ``>= z``): if the total equals ``|C| * z`` none can move,
+    otherwise those that moved are released. Each level freezes at least one job, so
+    the loop ends after at most ``N`` levels; no MILP, no big-M.
+    """
+    t_start = time.perf_counter()
+    arr = inst.arrays
+    thr = allocation_throughputs(arr, agnostic)
+    w = entity_weights(inst)
+    m, cm, hm, timings = _compile(lambda: F.build_max_min_fairness(arr, thr, w))
+    n = arr.num_jobs
+    pairs: F.Pairs = m._pairs
+    K = len(pairs)
+    kappa = float(pyo.value(m.kappa))
+    acols = cm.columns_of(m.alloc, range(K))
+    zcol = cm.column(m.z)
+    frows = np.fromiter((cm.row_index[id(r)][0] for r in m.c_fair.values()), dtype=np.int64)
+    coef = F.max_min_coefficients(arr, thr, w)[pairs.job, pairs.type] * kappa
+    h = hm.highs
+    lp_opts = _ipm_no_crossover(options)
+    ncol = cm.num_col
+    base_cost = np.zeros(ncol)
+    base_cost[zcol] = 1.0
+
+    free = np.ones(n, dtype=bool)
+    level_of = np.full(n, -1)
+    level_values: list[float] = []
+    lps = 0
+    check_lps = 0
+    dual_certified = 0
+    x_best: np.ndarray | None = None
+    status, termination = Status.OPTIMAL, "Optimal"
+    solve_s = 0.0
+
+    def job_values(x: np.ndarray) -> np.ndarray:
+        return np.bincount(pairs.job, coef * x[acols], minlength=n)
+
+    while free.any():
+        raw = hm.solve(_remaining(lp_opts, t_start), "ipm")
+        solve_s += raw.solve_s
+        lps += 1
+        if raw.status != Status.OPTIMAL or raw.x is None:
+            status, termination = _failed(raw, x_best)
+            break
+        x = raw.x
+        z = float(x[zcol])
+        v = job_values(x)
+        tol = LEVEL_TOL * max(abs(z), 1e-9)
+        cand = free & (v <= z + tol)
+        if not cand.any():  # numerical safety: the minimum job is always stuck
+            cand = free & (v <= v[free].min() + tol)
+        certified = np.zeros(n, dtype=bool)
+        if raw.row_dual is not None and DUAL_CERTIFICATES:
+            y = np.abs(raw.row_dual[frows])
+            certified = cand & (y > 1e-3 / max(int(free.sum()), 1))
+        x_best = x
+        if (cand & ~certified).any():
+            # one LP: can the uncertified candidates rise above z while all free jobs stay >= z?
+            h.changeColBounds(int(zcol), z * (1 - LEVEL_TOL / 10), math.inf)
+            while True:
+                test = cand & ~certified
+                cost = np.zeros(ncol)
+                np.add.at(cost, acols, coef * test[pairs.job])
+                hm.set_objective_coefficients(np.arange(ncol), cost)
+                rc = hm.solve(_remaining(lp_opts, t_start), "ipm")
+                solve_s += rc.solve_s
+                check_lps += 1
+                if rc.status != Status.OPTIMAL or rc.x is None:
+                    status, termination = _failed(rc, x_best)
+                    break
+                vc = job_values(rc.x)
+                x_best = rc.x
+                moved = test & (vc > z + tol)
+                if not moved.any():
+                    break
+                cand &= ~moved
+            hm.set_objective_coefficients(np.arange(ncol), base_cost)
+            h.changeColBounds(int(zcol), 0.0, math.inf)
+            if not status.has_solution or status != Status.OPTIMAL:
+                break
+            if not cand.any():
+                cand = certified.copy()
+            if not cand.any():
+                cand = free & (v <= v[free].min() + tol)
+        dual_certified += int(certified.sum())
+        idx = np.nonzero(cand)[0]
+        lower = np.full(len(idx), z * (1 - LEVEL_TOL / 10))
+        for i in idx:
+            h.changeCoeff(int(frows[i]), int(zcol), 0.0)
+        h.changeRowsBounds(
+            len(idx),
+            frows[idx].astype(np.int32),
+            lower,
+            np.full(len(idx), math.inf),
+        )
+        level_of[idx] = len(level_values)
+        level_values.append(z / kappa)
+        free &= ~cand
+    timings["solve_s"] = solve_s
+
+    info: dict[str, Any] = {
+        "agnostic": bool(agnostic),
+        "levels": len(level_values),
+        "lp_solves": lps + check_lps,
+        "check_lps": check_lps,
+        "jobs_frozen_by_duals": dual_certified,
+        "level_tolerance": LEVEL_TOL,
+        "entity_weights": any(j.entity is not None for j in inst.jobs),
+        "lp_method": "ipm (no crossover)",
+    }
+    if x_best is None:
+        return _assemble(
+            kind, inst, "max_min_fairness_water_filling", status, termination,
+            None, None, None, {}, info, timings, t_start,
+        )  # fmt: skip
+    X = _x_matrix(arr, pairs, x_best[acols])
+    p = arr.proportional_throughput()
+    values = arr.scale * V.effective_throughput(arr, X) / (w * p)
+    value = float(values.min())
+    info["level_values_first"] = [float(v) for v in level_values[:10]]
+    bound = gap = None
+    if status == Status.OPTIMAL and not agnostic and level_values:
+        bound = level_values[0]
+        gap = max(0.0, (bound - value) / max(abs(bound), 1e-12))
+    tables = _tables(
+        arr, pairs, X, {"normalized_throughput": values, "effective_weight": w, "level": level_of}
+    )
+    return _assemble(
+        kind, inst, "max_min_fairness_water_filling", status, termination,
+        value, bound, gap, tables, info, timings, t_start,
+    )  # fmt: skip
+
+
+def _failed(raw: RawSolution, x_best: np.ndarray | None) -> tuple[Status, str]:
+    if x_best is not None and raw.status in (Status.FEASIBLE, Status.NO_SOLUTION):
+        return Status.FEASIBLE, f"{raw.termination} (stopped before the last level)"
+    if x_best is not None and raw.status == Status.OPTIMAL:
+        return Status.FEASIBLE, raw.termination
+    return raw.status if raw.status != Status.OPTIMAL else Status.ERROR, raw.termination
+
+
+# ------------------------------------------------------------- finish-time fairness
+
+
+def require_steps(inst: GpuClusterInstance, objective: str) -> None:
+    for i, job in enumerate(inst.jobs):
+        if job.steps_remaining is None:
+            raise InstanceError(
+                f"required for the {objective} objective (steps the job still has to run)",
+                f"jobs[{i}].steps_remaining",
+            )
+
+
+def ftf_ratio(
+    arr: ClusterArrays, X: np.ndarray, elapsed: np.ndarray, iso_thr: np.ndarray
+) -> np.ndarray:
+    """``(elapsed + steps / thr(X)) / (elapsed + steps / iso_thr)`` per job (inf if idle)."""
+    thr = V.effective_throughput(arr, X)
+    with np.errstate(divide="ignore"):
+        t_alloc = np.where(thr > 0, elapsed + arr.steps / np.where(thr > 0, thr, 1), np.inf)
+    t_iso = elapsed + arr.steps / iso_thr
+    return t_alloc / t_iso
+
+
+def solve_finish_time_fairness(
+    kind: Kind, inst: GpuClusterInstance, options: SolveOptions, agnostic: bool = False
+) -> Result:
+    """Themis-style finish-time fairness, exactly to a relative tolerance :data:`FTF_TOL`.
+
+    ``rho_i(X) = (elapsed_i + steps_i / thr_i(X)) / (elapsed_i + steps_i / iso_i)``;
+    minimise ``max_i rho_i``. For a fixed ``rho`` the condition ``rho_i(X) <= rho`` is
+    linear (``thr_i(X) >= steps_i / (rho * T_iso_i - elapsed_i)``), so the optimum is
+    found by bisection on ``rho`` over feasibility LPs in one persistent HiGHS model
+    (only row bounds change; each re-solve is warm). ``rho = 1`` is always feasible (the
+    isolated allocation); after each feasible LP the upper end drops to the ratio the
+    allocation actually achieves.
+    """
+    require_steps(inst, "finish_time_fairness")
+    t_start = time.perf_counter()
+    arr = inst.arrays
+    thr = allocation_throughputs(arr, agnostic)
+    elapsed = np.array([j.time_elapsed_s or 0.0 for j in inst.jobs])
+    iso = PM.isolated_throughput(arr, thr)
+    t_iso = elapsed + arr.steps / iso
+    best = PM.best_throughput(arr, thr)
+    m, cm, hm, timings = _compile(lambda: PM.build_finish_time_fairness(arr, thr))
+    pairs: F.Pairs = m._pairs
+    acols = cm.columns_of(m.alloc, range(len(pairs)))
+    rows = np.fromiter((cm.row_index[id(r)][0] for r in m.c_finish.values()), dtype=np.int32)
+    h = hm.highs
+    n = arr.num_jobs
+
+    def set_rho(rho: float) -> None:
+        need = arr.steps / (rho * t_iso - elapsed)  # steps/s each job needs
+        h.changeRowsBounds(n, rows, need / best, np.full(n, math.inf))
+
+    # every job alone, full time on its fastest type: nobody can finish sooner
+    lo = float(((elapsed + arr.steps / best) / t_iso).max())
+    hi = 1.0
+    x_best: np.ndarray | None = None
+    iterations = 0
+    solve_s = 0.0
+    status, termination = Status.OPTIMAL, "Optimal"
+    rho = hi
+    while True:
+        set_rho(rho)
+        raw = hm.solve(_remaining(options, t_start), "simplex")
+        solve_s += raw.solve_s
+        iterations += 1
+        if raw.status == Status.OPTIMAL and raw.x is not None:
+            X = _x_matrix(arr, pairs, raw.x[acols])
+            achieved = float(ftf_ratio(arr, X, elapsed, iso).max())
+            x_best = raw.x
+            hi = min(rho, achieved) if math.isfinite(achieved) else rho
+        elif raw.status == Status.INFEASIBLE:
+            lo = max(lo, rho)
+        else:
+            status, termination = _failed(raw, x_best)
+            break
+        if hi - lo <= FTF_TOL * hi or (x_best is None and iterations > 1):
+            break
+        rho = 0.5 * (lo + hi)
+    timings["solve_s"] = solve_s
+    info: dict[str, Any] = {
+        "agnostic": bool(agnostic),
+        "lp_solves": iterations,
+        "tolerance": FTF_TOL,
+        "ratio_lower_bound": lo,
+        "ratio_upper_bound": hi,
+        "isolated_share": "W/N GPUs spread over types in proportion to their counts",
+    }
+    if x_best is None:
+        if status == Status.OPTIMAL:
+            status, termination = Status.ERROR, "no feasible ratio found (rho = 1 failed)"
+        return _assemble(
+            kind, inst, "finish_time_fairness", status, termination, None, None, None,
+            {}, info, timings, t_start,
+        )  # fmt: skip
+    X = _x_matrix(arr, pairs, x_best[acols])
+    true_iso = PM.isolated_throughput(arr, arr.thr)
+    ratio = ftf_ratio(arr, X, elapsed, true_iso)
+    value = float(ratio.max())
+    bound = gap = None
+    if not agnostic and status == Status.OPTIMAL:
+        bound = lo
+        gap = max(0.0, (value - lo) / value)
+    thr_eff = V.effective_throughput(arr, X)
+    with np.errstate(divide="ignore"):
+        finish = np.where(thr_eff > 0, arr.steps / np.where(thr_eff > 0, thr_eff, 1), np.inf)
+    tables = _tables(
+        arr,
+        pairs,
+        X,
+        {
+            "finish_s": finish,
+            "isolated_finish_s": arr.steps / true_iso,
+            "ftf_ratio": ratio,
+        },
+    )
+    return _assemble(
+        kind, inst, "finish_time_fairness", status, termination, value, bound, gap,
+        tables, info, timings, t_start,
+    )  # fmt: skip
+
+
+# ------------------------------------------------------------ throughput and cost
+
+
+def solve_max_total_throughput(
+    kind: Kind, inst: GpuClusterInstance, options: SolveOptions, agnostic: bool = False
+) -> Result:
+    """Maximise ``sum_i weight_i * thr_i(X) / best_i`` (normalised: 1 = a job running
+    full time on its fastest type); one LP."""
+    t_start = time.perf_counter()
+    arr = inst.arrays
+    thr = allocation_throughputs(arr, agnostic)
+    m, cm, hm, timings = _compile(lambda: PM.build_max_total_throughput(arr, thr))
+    pairs: F.Pairs = m._pairs
+    raw = hm.solve(options, "ipm")
+    timings["solve_s"] = raw.solve_s
+    info: dict[str, Any] = {"agnostic": bool(agnostic), "normalisation": "thr / best_thr"}
+    if not raw.status.has_solution or raw.x is None:
+        return _assemble(
+            kind, inst, "max_total_throughput", raw.status, raw.termination, None, None,
+            None, {}, info, timings, t_start,
+        )  # fmt: skip
+    X = _x_matrix(arr, pairs, raw.x[cm.columns_of(m.alloc, range(len(pairs)))])
+    vals = V.normalized_throughput(arr, X)
+    value = float(vals.sum())
+    info["raw_total_steps_per_s"] = float(V.effective_throughput(arr, X).sum())
+    bound = gap = None
+    if raw.status == Status.OPTIMAL and not agnostic:
+        bound = float(raw.objective or 0.0) * arr.num_jobs
+        gap = abs(bound - value) / max(abs(value), 1e-12)
+    tables = _tables(arr, pairs, X, {"normalized_throughput": vals})
+    return _assemble(
+        kind, inst, "max_total_throughput", raw.status, raw.termination, value, bound, gap,
+        tables, info, timings, t_start,
+    )  # fmt: skip
+
+
+def _costs(inst: GpuClusterInstance) -> np.ndarray:
+    arr = inst.arrays
+    if inst.cost_per_hour is None:
+        raise InstanceError(
+            "required for the min_cost objective (price per GPU-hour)", "cost_per_hour"
+        )
+    out = np.zeros(len(arr.types))
+    for k, t in enumerate(arr.types):
+        c = inst.cost_per_hour.get(t)
+        if c is None and arr.allowed[:, k].any():
+            raise InstanceError(f"missing the price of {t!r} GPUs", "cost_per_hour")
+        if c is not None and c <= 0 and arr.allowed[:, k].any():
+            raise InstanceError(
+                "must be > 0 for min_cost (a free GPU makes throughput per dollar infinite)",
+                f"cost_per_hour.{t}",
+            )
+        out[k] = c if c is not None else 0.0
+    return out
+
+
+def slo_need(inst: GpuClusterInstance) -> np.ndarray:
+    """Steps/s each job with an SLO needs (``steps / deadline_s``; NaN without SLO)."""
+    out = np.full(len(inst.jobs), math.nan)
+    for i, j in enumerate(inst.jobs):
+        if j.deadline_s is not None:
+            if j.steps_remaining is None:
+                raise InstanceError(
+                    "a job with deadline_s needs steps_remaining", f"jobs[{i}].steps_remaining"
+                )
+            out[i] = j.steps_remaining / j.deadline_s
+    return out
+
+
+def solve_min_cost(
+    kind: Kind, inst: GpuClusterInstance, options: SolveOptions, agnostic: bool = False
+) -> Result:
+    """Maximise normalised throughput per dollar, meeting every SLO that can be met.
+
+    One Charnes-Cooper LP (exact for the ratio objective). If the SLOs cannot all be met
+    together, a first LP minimises the total shortfall; the jobs short of their SLO are
+    listed in ``info["slo_unmet"]`` and the ``jobs`` table (``deadline_met``), and keep
+    at least the share of their SLO that LP gave them.
+    """
+    t_start = time.perf_counter()
+    arr = inst.arrays
+    cost = _costs(inst)
+    need = slo_need(inst)
+    thr = allocation_throughputs(arr, agnostic)
+    info: dict[str, Any] = {"agnostic": bool(agnostic), "normalisation": "thr / best_thr"}
+    timings = {"build_s": 0.0, "transfer_s": 0.0, "solve_s": 0.0}
+    floor = np.ones(arr.num_jobs)
+    unmet: list[str] = []
+    has_slo = np.isfinite(need)
+    if has_slo.any():
+        # can every SLO be met together?
+        m1, cm1, hm1, t1 = _compile(lambda: PM.build_slo_phase1(arr, thr, need))
+        r1 = hm1.solve(_remaining(options, t_start), "ipm")
+        for k in timings:
+            timings[k] += t1[k]
+        timings["solve_s"] += r1.solve_s
+        if r1.status != Status.OPTIMAL or r1.x is None:
+            return _assemble(
+                kind, inst, "min_cost", r1.status if r1.status != Status.OPTIMAL
+                else Status.ERROR, r1.termination, None, None, None, {}, info, timings, t_start,
+            )  # fmt: skip
+        short = r1.values(cm1, m1.short, range(len(m1._slo_jobs)))
+        bad = short > 1e-6
+        floor[m1._slo_jobs] = np.clip(1.0 - short, 0.0, 1.0) * (1 - 1e-7)
+        unmet = [arr.job_ids[i] for i in m1._slo_jobs[bad]]
+        if unmet:
+            log.warning("%d SLO(s) cannot be met together: %s", len(unmet), unmet[:10])
+    info["slo_jobs"] = int(has_slo.sum())
+    info["slo_unmet"] = unmet
+    info["slo_all_met"] = not unmet
+    # an unmet SLO keeps the share of its rate the shortfall LP could give it
+    need_eff = np.where(floor > 1e-9, need * floor, math.nan)
+    m, cm, hm, t2 = _compile(lambda: PM.build_min_cost(arr, thr, cost, need_eff))
+    for k in ("build_s", "transfer_s"):
+        timings[k] += t2[k]
+    pairs: F.Pairs = m._pairs
+    raw = hm.solve(_remaining(options, t_start), "ipm")
+    timings["solve_s"] += raw.solve_s
+    if not raw.status.has_solution or raw.x is None:
+        return _assemble(
+            kind, inst, "min_cost", raw.status, raw.termination, None, None, None, {},
+            info, timings, t_start,
+        )  # fmt: skip
+    s = raw.value(cm, m.s)
+    y = raw.x[cm.columns_of(m.y, range(len(pairs)))]
+    X = _x_matrix(arr, pairs, y / s)
+    value = V.throughput_per_dollar(arr, X, cost)
+    info["cost_per_hour"] = float(V.cost_per_hour(arr, X, cost))
+    bound = gap = None
+    if raw.status == Status.OPTIMAL and not agnostic:
+        bound = float(raw.objective or 0.0) / float(pyo.value(m.c_ref))
+        gap = abs(bound - value) / max(abs(value), 1e-12)
+    thr_eff = V.effective_throughput(arr, X)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        finish = np.where(thr_eff > 0, arr.steps / np.where(thr_eff > 0, thr_eff, 1), np.inf)
+    deadline = np.array([j.deadline_s if j.deadline_s is not None else math.nan for j in inst.jobs])
+    met = np.where(has_slo, finish <= deadline * (1 + 1e-6), True)
+    tables = _tables(
+        arr,
+        pairs,
+        X,
+        {
+            "normalized_throughput": V.normalized_throughput(arr, X),
+            "finish_s": finish,
+            "deadline_s": deadline,
+            "deadline_met": met,
+        },
+    )
+    return _assemble(
+        kind, inst, "min_cost", raw.status, raw.termination, value, bound, gap, tables,
+        info, timings, t_start,
+    )  # fmt: skip
