@@ -1,0 +1,186 @@
+"""The ``cpu_gpu`` kind: a batch of programs on CPU and GPU devices.
+
+Without slowdowns the devices run independently and the model is unrelated-machine
+minimum makespan with divisible programs (:func:`formulations.build_independent`, built on
+the shared :func:`formulations.add_unrelated_assignment`). With slowdown factors the
+pairing model (:func:`formulations.build_pairing`) decides which CPU program co-runs with
+which GPU program. See ``models/cpu_gpu.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyomo.environ as pyo
+
+from ...highs import CompiledModel, RawSolution
+from ...options import SolveOptions
+from ...result import Result, Verification
+from ...status import Status
+from ..base import Extracted, Kind, Objective, UsageError, run_model
+from . import formulations as F
+from . import verify as V
+from .data import CpuGpuInstance, Device, Program, Slowdown
+from .plot import plot_gantt
+
+__all__ = [
+    "KIND",
+    "CpuGpuInstance",
+    "CpuGpuKind",
+    "Device",
+    "Program",
+    "Slowdown",
+    "plot_gantt",
+]
+
+
+class CpuGpuKind(Kind):
+    name = "cpu_gpu"
+    description = (
+        "a batch of programs on CPU and GPU devices (divisible programs, co-run slowdowns)"
+    )
+    objectives = (
+        Objective("makespan", "time until every program of the batch has finished", "s", "min"),
+        Objective(
+            "throughput",
+            "programs per second over the batch: number of programs / makespan",
+            "programs/s",
+            "max",
+        ),
+    )
+    instance_model = CpuGpuInstance
+    params: dict[str, str] = {}
+
+    def build(self, instance: CpuGpuInstance, objective: str, **_: Any) -> pyo.ConcreteModel:
+        if objective not in self.objective_names():
+            raise UsageError(f"kind {self.name!r} has no objective {objective!r}")
+        # both objectives share the model: max n / C <=> min C
+        if instance.slowdown:
+            return F.build_pairing(instance.arrays)
+        return F.build_independent(instance.arrays)
+
+    def solve(self, instance: CpuGpuInstance, objective: str, options: SolveOptions) -> Result:
+        holder: dict[str, pyo.ConcreteModel] = {}
+
+        def build() -> pyo.ConcreteModel:
+            holder["m"] = self.build(instance, objective)
+            return holder["m"]
+
+        def extract(cm: CompiledModel, raw: RawSolution) -> Extracted:
+            return self.extract(instance, objective, holder["m"], cm, raw)
+
+        info = {"model": "pairing" if instance.slowdown else "independent"}
+        result, _ = run_model(self, instance, objective, options, build, extract, "auto", info)
+        return result
+
+    def extract(
+        self,
+        instance: CpuGpuInstance,
+        objective: str,
+        m: pyo.ConcreteModel,
+        cm: CompiledModel,
+        raw: RawSolution,
+    ) -> Extracted:
+        arr = instance.arrays
+        t_ref = float(pyo.value(m.t_ref))
+        if instance.slowdown:
+            schedule = _pairing_schedule(arr, m, cm, raw)
+        else:
+            schedule = _independent_schedule(arr, m, cm, raw)
+        makespan = float(schedule["end_s"].max()) if len(schedule) else 0.0
+        n = arr.num_programs
+        lb = None
+        if raw.status == Status.OPTIMAL:
+            lb = makespan
+        elif raw.bound is not None and np.isfinite(raw.bound):
+            lb = max(0.0, float(raw.bound) * t_ref)
+        info: dict[str, Any] = {"makespan_s": makespan, "time_reference_s": t_ref}
+        if objective == "throughput":
+            value = n / makespan
+            bound = (n / lb if lb and lb > 0 else None) if lb is not None else None
+        else:
+            value = makespan
+            bound = lb
+        gap = abs(value - bound) / abs(value) if bound is not None and value else None
+        if raw.status == Status.OPTIMAL:
+            gap = 0.0
+        return Extracted(value, {"schedule": schedule}, info, bound=bound, gap=gap)
+
+    def verify(self, instance: CpuGpuInstance, result: Result) -> Verification:
+        return V.verify(
+            instance, result.objective, result.objective_value, result.tables["schedule"]
+        )
+
+
+def _independent_schedule(
+    arr: Any, m: pyo.ConcreteModel, cm: CompiledModel, raw: RawSolution
+) -> pd.DataFrame:
+    asg: F.Assignment = m._assignment
+    x = raw.values(cm, m.share, range(len(asg.job)))
+    whole = ~arr.divisible[asg.job]
+    x = np.where(whole, np.round(x), x)
+    x = np.where(x < 1e-9, 0.0, x)
+    # renormalise the fractions of divisible programs (solver tolerance)
+    tot = np.zeros(arr.num_programs)
+    np.add.at(tot, asg.job, x)
+    x = x / tot[asg.job]
+    rows = []
+    clock = np.zeros(len(arr.device_ids))
+    for k in np.lexsort((asg.job, asg.machine)):
+        if x[k] <= 0:
+            continue
+        p, d = int(asg.job[k]), int(asg.machine[k])
+        dur = float(x[k] * arr.times[p, d])
+        rows.append((arr.program_ids[p], arr.device_ids[d], clock[d], clock[d] + dur, x[k], ""))
+        clock[d] += dur
+    return _table(rows, arr)
+
+
+def _pairing_schedule(
+    arr: Any, m: pyo.ConcreteModel, cm: CompiledModel, raw: RawSolution
+) -> pd.DataFrame:
+    pc: F.Pairing = m._pairing
+    y = np.round(raw.values(cm, m.pair, range(len(pc.pair_cpu)))) if len(pc.pair_cpu) else []
+    s = np.round(raw.values(cm, m.solo, range(len(pc.solo_prog))))
+    tc, tg = arr.type_times[:, 0], arr.type_times[:, 1]
+    clock = np.zeros(len(arr.device_ids))
+    lane_of = {}
+    for r, (c, g) in enumerate(pc.lanes):
+        lane_of[c] = lane_of[g] = r
+    lane_clock = np.zeros(len(pc.lanes))
+    rows = []
+    for k in np.nonzero(np.asarray(y) > 0.5)[0]:
+        p, q, r = int(pc.pair_cpu[k]), int(pc.pair_gpu[k]), int(pc.pair_lane[k])
+        c, g = pc.lanes[r]
+        t0 = lane_clock[r]
+        ep = t0 + arr.factor_cpu[p, q] * tc[p]
+        eq = t0 + arr.factor_gpu[p, q] * tg[q]
+        rows.append((arr.program_ids[p], arr.device_ids[c], t0, ep, 1.0, arr.program_ids[q]))
+        rows.append((arr.program_ids[q], arr.device_ids[g], t0, eq, 1.0, arr.program_ids[p]))
+        lane_clock[r] = max(ep, eq)
+    for k in np.nonzero(s > 0.5)[0]:
+        p, d = int(pc.solo_prog[k]), int(pc.solo_dev[k])
+        dur = float(arr.times[p, d])
+        if d in lane_of:
+            r = lane_of[d]
+            t0 = lane_clock[r]
+            lane_clock[r] += dur
+        else:
+            t0 = clock[d]
+            clock[d] += dur
+        rows.append((arr.program_ids[p], arr.device_ids[d], t0, t0 + dur, 1.0, ""))
+    return _table(rows, arr)
+
+
+def _table(rows: list[tuple], arr: Any) -> pd.DataFrame:
+    df = pd.DataFrame(
+        rows, columns=["program", "device", "start_s", "end_s", "fraction", "co_runner"]
+    )
+    order = {p: i for i, p in enumerate(arr.program_ids)}
+    df["_o"] = df["program"].map(order)
+    return df.sort_values(["_o", "start_s"]).drop(columns="_o").reset_index(drop=True)
+
+
+KIND = CpuGpuKind()
