@@ -101,6 +101,9 @@ def solve_pareto(
             opts = _options_for(
                 F.Plan(**{**plan.__dict__, "integer_makespan": arr.integer_durations}), opts
             )
+        elif "mip_abs_gap" not in opts.highs_options:
+            # HiGHS keeps options between runs: undo the makespan runs' whole-second gap
+            opts = opts.replace(highs_options={**opts.highs_options, "mip_abs_gap": 1e-6})
         hm.set_col_bounds(m.makespan, mk_lo, max(mk_ub, mk_lo))
         hm.set_col_bounds(m.energy, 0.0, en_ub if math.isfinite(en_ub) else None)
         costs = np.array([1.0, 0.0]) if which == "makespan" else np.array([0.0, 1.0])
