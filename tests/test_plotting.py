@@ -251,6 +251,11 @@ def test_available_plots_and_dispatch(gpu_result):
     ax = plot_result(both, "gantt")
     assert len(ax.collections) == 6 and "multicore / makespan" in ax.get_title()
     plt.close(ax.figure)
+    # a Pareto result with one schedule per point: only the first point is drawn
+    two = pd.concat([schedule_table().assign(point=0), schedule_table().assign(point=1)])
+    ax = plot_result(make_result({"schedule": two}))
+    assert len(ax.collections) == 6 and "Pareto point 0" in ax.get_title()
+    plt.close(ax.figure)
     empty = hetopt.Result("multicore", "makespan", Status.INFEASIBLE, "Infeasible")
     with pytest.raises(hetopt.UsageError, match="nothing to plot"):
         plot_result(empty)

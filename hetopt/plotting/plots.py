@@ -289,7 +289,13 @@ def plot_gantt(
         from matplotlib.patches import Patch
 
         handles = [Patch(facecolor=color[g], edgecolor="black", label=g) for g in group_names]
-        ax.legend(handles=handles, title=legend_title, loc="upper right", fontsize=8)
+        ax.legend(
+            handles=handles,
+            title=legend_title,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            fontsize=8,
+        )
     if title:
         ax.set_title(title)
     return ax
@@ -556,9 +562,15 @@ def plot_result(result: Result, kind_of_plot: str | None = None, ax: Axes | None
     if name == "gantt":
         table = _schedule_table(result)
         assert table is not None
+        schedule = result.tables[table]
         value = result.objective_value
         suffix = f" = {value:.6g}" if value is not None else ""
-        return plot_gantt(result.tables[table], ax=ax, title=title + suffix)
+        if "point" in schedule.columns and schedule["point"].nunique() > 1:
+            # a Pareto result keeps one schedule per point: draw the first
+            first = schedule["point"].min()
+            schedule = schedule[schedule["point"] == first]
+            suffix = f" (Pareto point {first})"
+        return plot_gantt(schedule, ax=ax, title=title + suffix)
     if name == "pareto":
         table = _pareto_table(result)
         assert table is not None
