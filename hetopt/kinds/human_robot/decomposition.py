@@ -207,54 +207,89 @@ def list_schedule(
     now: float | None,
     order: list[int] | None = None,
 ) -> np.ndarray | None:
-    """Serial list scheduling of a fixed allocation; ``None`` if a task finds no slot.
+    """Serial list scheduling of a fixed allocation; ``None`` if it finds no schedule.
 
-    ``order`` is the task order (default: by earliest start); fixed tasks go first.
+    ``order`` is the task order (default: by earliest start); fixed tasks go first. When
+    a task cannot start within a maximum lag of a predecessor, the predecessor gets a
+    later earliest start and the pass restarts (the usual RCPSP/max repair), at most
+    ``3 n`` times.
     """
     n = arr.num_tasks
     dur = arr.duration[np.arange(n), agent_of]
     es, cycle = task_network(arr, dur, dur, fs, now).longest_paths()
     if es is None or cycle is not None:
         return None
+    if order is None:
+        order = [int(i) for i in np.lexsort((-arr.weight, es))]
+    order = [*sorted(fs), *[i for i in order if i not in fs]]
+    lb = es.copy()
+    for _ in range(3 * n + 1):
+        start, culprit = _one_pass(arr, agent_of, dur, fs, order, lb)
+        if start is not None:
+            return start
+        if culprit is None:
+            return None
+        b, t = culprit
+        if b in fs or t <= lb[b] + TOL:
+            return None
+        lb[b] = t
+    return None
+
+
+def _one_pass(
+    arr: TeamArrays,
+    agent_of: np.ndarray,
+    dur: np.ndarray,
+    fs: Mapping[int, float],
+    order: list[int],
+    lb: np.ndarray,
+) -> tuple[np.ndarray | None, tuple[int, float] | None]:
+    """One serial pass; on failure, the predecessor to delay and its new earliest start."""
+    n = arr.num_tasks
     start = np.full(n, np.nan)
     agent_busy: dict[int, list[tuple[float, float, int]]] = {a: [] for a in range(arr.num_agents)}
     loc_busy: dict[int, list[tuple[float, float]]] = {}
     preds: dict[int, list[int]] = {i: [] for i in range(n)}
     for k in range(len(arr.prec_before)):
         preds[int(arr.prec_after[k])].append(k)
-    if order is None:
-        order = [int(i) for i in np.lexsort((-arr.weight, es))]
-    order = [*sorted(fs), *[i for i in order if i not in fs]]
     for i in order:
         a = int(agent_of[i])
-        lo = float(es[i])
+        lo = float(lb[i])
         hi = np.inf
         if np.isfinite(arr.deadline[i]):
             hi = float(arr.deadline[i] - dur[i])
+        binding = -1
         for k in preds[i]:
             b = int(arr.prec_before[k])
             if not np.isnan(start[b]):
                 end_b = start[b] + dur[b]
                 lo = max(lo, end_b + arr.prec_min[k])
-                hi = min(hi, end_b + arr.prec_max[k])
+                if end_b + arr.prec_max[k] < hi:
+                    hi, binding = end_b + arr.prec_max[k], k
         if i in fs:
             lo = hi = fs[i]
         t = _earliest_slot(arr, i, dur[i], lo, agent_busy[a], loc_busy.get(int(arr.loc[i]), []))
-        if t is None or t > hi + TOL:
-            return None
+        if t is None:
+            return None, None
+        if t > hi + TOL:
+            if binding < 0:
+                return None, None
+            b = int(arr.prec_before[binding])
+            # delay b so that i's earliest slot is within the maximum lag
+            return None, (b, float(start[b] + t - hi))
         start[i] = t
         agent_busy[a].append((t, t + dur[i], i))
         agent_busy[a].sort()
         if arr.loc[i] >= 0:
             loc_busy.setdefault(int(arr.loc[i]), []).append((t, t + dur[i]))
             loc_busy[int(arr.loc[i])].sort()
-    # max lags whose 'after' was placed before its 'before' (negative cycles of the order)
+    # lags whose 'after' was placed before its 'before' (negative lags)
     ends = start + dur
     for k in range(len(arr.prec_before)):
         gap = start[arr.prec_after[k]] - ends[arr.prec_before[k]]
         if gap < arr.prec_min[k] - TOL or gap > arr.prec_max[k] + TOL:
-            return None
-    return start
+            return None, None
+    return start, None
 
 
 def _earliest_slot(

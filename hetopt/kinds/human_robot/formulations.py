@@ -37,25 +37,36 @@ def horizon(
 ) -> float:
     """A per-instance horizon: if a schedule exists, one exists that ends by it.
 
-    The latest release (or fixed start, or ``now_s``) plus, per task, its longest
-    duration, the longest travel and its largest positive minimum lag: the RCPSP/max
-    bound of Bartusch, Moehring and Radermacher (1988) extended by travel.
+    The latest release (or fixed start, or ``now_s``) plus, per task, the longest travel
+    plus the largest of its longest duration and its outgoing start-to-start arcs
+    (minimum lags, and maximum lags read backwards): the RCPSP/max bound
+    ``sum_i max(p_i, max_j delta_ij)`` of Bartusch, Moehring and Radermacher (1988),
+    extended by travel.
     """
     fixed_agent = fixed_agent or {}
     fixed_start = fixed_start or {}
     dmax = arr.max_duration.copy()
+    dmin = arr.min_duration.copy()
     for i, a in fixed_agent.items():
-        dmax[i] = arr.duration[i, a]
-    out_lag = np.zeros(arr.num_tasks)
+        dmax[i] = dmin[i] = arr.duration[i, a]
+    # largest start-to-start arc out of each task: min lags (end of before -> start of
+    # after) and max lags read backwards (start of after -> start of before)
+    out = dmax.copy()
     if len(arr.prec_before):
-        np.maximum.at(out_lag, arr.prec_before, np.maximum(arr.prec_min, 0.0))
+        np.maximum.at(out, arr.prec_before, dmax[arr.prec_before] + arr.prec_min)
+        has_max = np.isfinite(arr.prec_max)
+        np.maximum.at(
+            out,
+            arr.prec_after[has_max],
+            -(dmin[arr.prec_before[has_max]] + arr.prec_max[has_max]),
+        )
     max_travel = float(arr.travel.max()) if arr.travel.size else 0.0
     t0 = max(
         float(arr.release.max()),
         float(now_s or 0.0),
         max(fixed_start.values(), default=0.0),
     )
-    return t0 + float((dmax + max_travel + out_lag).sum())
+    return t0 + float((out + max_travel).sum())
 
 
 def make_plan(

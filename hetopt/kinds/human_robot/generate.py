@@ -84,12 +84,15 @@ def generate(
             if rng.random() < 0.2:
                 p["max_lag_s"] = p["min_lag_s"] + float(rng.integers(10, 41))
             precedence.append(p)
+    used = {t["location"] for t in tasks}
     data: dict[str, Any] = {
         "kind": "human_robot",
         "agents": agents,
         "tasks": tasks,
         "precedence": precedence,
-        "travel_s": travel if nloc > 1 else {},
+        "travel_s": {
+            a: {b: v for b, v in row.items() if b in used} for a, row in travel.items() if a in used
+        },
     }
     if objective:
         data["objective"] = objective
