@@ -81,7 +81,7 @@ def test_closed_form_two_components_keep_whole_cluster_normalisation():
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("objective", ["max_min_fairness", "makespan"])
+@pytest.mark.parametrize("objective", ["max_min_fairness", "makespan", "max_total_throughput"])
 def test_components_equal_monolithic(seed, objective):
     inst = multi_component(seed)
     assert len(components(inst)) >= 2

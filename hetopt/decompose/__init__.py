@@ -60,14 +60,15 @@ SEPARABLE: dict[str, dict[str, str]] = {
     "gpu_cluster": {
         "max_min_fairness": "min",  # min_i over all jobs = min over components
         "makespan": "max",  # the last job to finish, over all components
-        "max_sum_throughput": "sum",
-        "min_cost": "sum",
+        "max_total_throughput": "sum",  # sum of per-job terms normalised per job
     },
 }
 """Objectives for which the exact component decomposition is proven (see the model card).
 
-Objectives of a kind not listed here (e.g. water-filling, whose entity weights couple
-jobs across components) are refused rather than silently approximated."""
+Objectives not listed are refused rather than silently approximated: water-filling
+(entity weights couple jobs across components), finish-time fairness (the isolated
+finish time depends on the number of jobs in the WHOLE cluster) and min_cost (a ratio of
+sums, not a sum)."""
 
 MAX_COMPONENT_TASKS = 64
 """More components than this are packed (largest first) into this many tasks."""
