@@ -24,7 +24,7 @@ from sphinx.util.docutils import SphinxDirective
 
 def _format_cell(v: Any) -> str:
     if isinstance(v, float):
-        return f"{v:.6g}"
+        return "–" if v != v else f"{v:.6g}"  # NaN: no value (e.g. cannot run there)
     if v is None:
         return ""
     return str(v)
