@@ -4,6 +4,9 @@
   arrivals) under a ``gpu_cluster`` policy in Gavel's rounds and reports job completion
   times, makespan, utilisation and solve latency (``hetopt simulate``).
 * :func:`plot_jct_cdf` draws the JCT distribution.
+* :func:`rolling_schedule` schedules a MILP kind with release times (``human_robot``)
+  window by window, committing the first part of each window's plan;
+  :func:`with_release_times` makes tasks arrive as a Poisson process.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from .gpu import (
     simulate,
     trace_instance,
 )
+from .milp import rolling_gap, rolling_schedule, with_release_times
 
 __all__ = [
     "ROUND_S",
@@ -26,6 +30,9 @@ __all__ = [
     "generate_trace",
     "load_trace",
     "plot_jct_cdf",
+    "rolling_gap",
+    "rolling_schedule",
     "simulate",
     "trace_instance",
+    "with_release_times",
 ]
