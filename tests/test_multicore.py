@@ -107,7 +107,7 @@ def _strict_left_shift(arr: MulticoreArrays, core: np.ndarray, orders: tuple) ->
     n = arr.num_tasks
     prev = [-1] * n
     for seq in orders:
-        for a, b in zip(seq[:-1], seq[1:], strict=True):
+        for a, b in itertools.pairwise(seq):
             prev[b] = a
     end = [math.nan] * n
     done = 0

@@ -45,12 +45,16 @@ class MulticoreKind(Kind):
     objectives = (
         Objective("makespan", "time until the last task ends", "s", "min"),
         Objective(
-            "energy", "active energy of the tasks plus idle power of every core until the "
-            "makespan", "J", "min"
+            "energy",
+            "active energy of the tasks plus idle power of every core until the makespan",
+            "J",
+            "min",
         ),
         Objective(
-            "pareto", "the makespan-energy Pareto front (epsilon-constraint), table 'pareto'",
-            "", "min"
+            "pareto",
+            "the makespan-energy Pareto front (epsilon-constraint), table 'pareto'",
+            "",
+            "min",
         ),
     )
     instance_model = MulticoreInstance

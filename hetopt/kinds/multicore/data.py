@@ -79,7 +79,8 @@ class MulticoreInstance(InstanceBase):
         for k, core in enumerate(self.cores):
             if core.id in core_pos:
                 raise fail(
-                    f"cores[{k}].id", f"duplicate core id {core.id!r} (also cores[{core_pos[core.id]}])"
+                    f"cores[{k}].id",
+                    f"duplicate core id {core.id!r} (also cores[{core_pos[core.id]}])",
                 )
             core_pos[core.id] = k
             type_cores.setdefault(core.type, []).append(k)
@@ -94,7 +95,8 @@ class MulticoreInstance(InstanceBase):
         for i, task in enumerate(self.tasks):
             if task.id in task_pos:
                 raise fail(
-                    f"tasks[{i}].id", f"duplicate task id {task.id!r} (also tasks[{task_pos[task.id]}])"
+                    f"tasks[{i}].id",
+                    f"duplicate task id {task.id!r} (also tasks[{task_pos[task.id]}])",
                 )
             task_pos[task.id] = i
         for i, task in enumerate(self.tasks):

@@ -15,6 +15,7 @@ Times are divided by ``t_ref`` (a list-scheduling makespan) and energies by
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -169,7 +170,7 @@ def _common_rows(m: Any, arr: MulticoreArrays, plan: Plan, pairs: Pairs, lay: _L
     r = _Rows()
     row = 0
     for group in classes:
-        for ca, cb in zip(group[:-1], group[1:], strict=True):
+        for ca, cb in itertools.pairwise(group):
             on_a, on_b = pairs.core == ca, pairs.core == cb
             r.add(row, cols[on_a], pairs.p[on_a])
             r.add(row, cols[on_b], -pairs.p[on_b])
@@ -330,9 +331,7 @@ def build_time_indexed(arr: MulticoreArrays, plan: Plan) -> pyo.ConcreteModel:
     # c_capacity[c,t]: sum of start_at[k,s] of pairs on core c with s <= t < s + p_k  <= 1
     d = dur[slot_pair]
     occ_slot = np.repeat(np.arange(S), d)
-    occ_time = slot_time[occ_slot] + (
-        np.arange(int(d.sum())) - np.repeat(np.cumsum(d) - d, d)
-    )
+    occ_time = slot_time[occ_slot] + (np.arange(int(d.sum())) - np.repeat(np.cumsum(d) - d, d))
     key = pairs.core[slot_pair[occ_slot]] * max(H, 1) + occ_time
     used, row_of = np.unique(key, return_inverse=True)
     r = _Rows()

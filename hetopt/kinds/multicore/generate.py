@@ -29,7 +29,9 @@ FAMILIES = (*_UNIFORM, "JobsCorre", "MaqCorre")
 def processing_times(family: str, machines: int, tasks: int, seed: int = 0) -> np.ndarray:
     """``(tasks, machines)`` whole-number processing times of one family."""
     if family not in FAMILIES:
-        raise InstanceError(f"unknown family {family!r}; expected one of: {', '.join(FAMILIES)}", "family")
+        raise InstanceError(
+            f"unknown family {family!r}; expected one of: {', '.join(FAMILIES)}", "family"
+        )
     if machines < 1:
         raise InstanceError("must be at least 1", "machines")
     if tasks < 1:

@@ -46,8 +46,12 @@ def plot_gantt(result: Result, ax: Any = None, point: int | None = None) -> Any:
             linewidth=0.5,
         )
         ax.text(
-            (rec.start_s + rec.end_s) / 2, row[str(rec.core)], str(rec.task),
-            ha="center", va="center", fontsize=7,
+            (rec.start_s + rec.end_s) / 2,
+            row[str(rec.core)],
+            str(rec.task),
+            ha="center",
+            va="center",
+            fontsize=7,
         )
     ax.set_yticks(range(len(cores)))
     ax.set_yticklabels(cores)
@@ -55,8 +59,12 @@ def plot_gantt(result: Result, ax: Any = None, point: int | None = None) -> Any:
     ax.set_ylabel("core")
     from matplotlib.patches import Patch
 
-    ax.legend(handles=[Patch(color=color[t], label=t) for t in types], title="core type",
-              loc="upper right", fontsize=7)
+    ax.legend(
+        handles=[Patch(color=color[t], label=t) for t in types],
+        title="core type",
+        loc="upper right",
+        fontsize=7,
+    )
     return ax
 
 

@@ -93,7 +93,9 @@ def _options_for(plan: F.Plan, options: SolveOptions) -> SolveOptions:
     return options
 
 
-def schedule_from_solution(m: Any, cm: CompiledModel, raw: RawSolution, arr: MulticoreArrays) -> Schedule:
+def schedule_from_solution(
+    m: Any, cm: CompiledModel, raw: RawSolution, arr: MulticoreArrays
+) -> Schedule:
     """The assignment and core orders of a MIP solution, left-shifted (semi-active)."""
     plan: F.Plan = m._plan
     pairs: F.Pairs = m._pairs
@@ -181,7 +183,9 @@ def solve(
     if objective == "pareto":
         from .pareto import solve_pareto
 
-        return solve_pareto(kind, instance, options, formulation, heuristic, symmetry, pareto_points)
+        return solve_pareto(
+            kind, instance, options, formulation, heuristic, symmetry, pareto_points
+        )
     plan = make_plan(arr, objective, formulation, heuristic, symmetry)
     if relaxation:
         return _solve_relaxation(kind, instance, objective, options, plan, heuristic)

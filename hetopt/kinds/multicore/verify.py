@@ -6,6 +6,7 @@ front, ``pareto``), never the Pyomo model, and re-derives makespan and energy.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -64,7 +65,9 @@ def check_schedule(
     for i in range(n):
         c = core[i]
         if not arr.eligible[i, c]:
-            problems.append(f"task {arr.task_ids[i]} runs on core {arr.core_ids[c]} where it cannot")
+            problems.append(
+                f"task {arr.task_ids[i]} runs on core {arr.core_ids[c]} where it cannot"
+            )
             continue
         if start[i] < -ABS_TOL:
             problems.append(f"task {arr.task_ids[i]} starts before 0 ({start[i]:.6g})")
@@ -82,7 +85,7 @@ def check_schedule(
     for c in range(arr.num_cores):
         on = np.nonzero(core == c)[0]
         on = on[np.lexsort((end[on], start[on]))]
-        for a, b in zip(on[:-1], on[1:], strict=True):
+        for a, b in itertools.pairwise(on):
             if start[b] < end[a] - ABS_TOL - REL_TOL * abs(end[a]):
                 problems.append(
                     f"tasks {arr.task_ids[a]} and {arr.task_ids[b]} overlap on core "
@@ -148,8 +151,11 @@ def _verify_pareto(
             pts.append((point, m2, e2))
     for p, m1, e1 in pts:
         for q, m2, e2 in pts:
-            if p != q and m2 <= m1 + ABS_TOL and e2 <= e1 + ABS_TOL and (
-                m2 < m1 - ABS_TOL or e2 < e1 - ABS_TOL
+            if (
+                p != q
+                and m2 <= m1 + ABS_TOL
+                and e2 <= e1 + ABS_TOL
+                and (m2 < m1 - ABS_TOL or e2 < e1 - ABS_TOL)
             ):
                 problems.append(f"point {p} is dominated by point {q}")
     return Verification(not problems, None, tuple(problems), tuple(checks))
