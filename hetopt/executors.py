@@ -26,6 +26,7 @@ __all__ = [
     "dask_executor",
     "executor_for",
     "run_all",
+    "warm_up",
 ]
 
 
@@ -61,6 +62,19 @@ def run_all(executor: SubmitExecutor, fn: Callable[[T], Any], items: Iterable[T]
             with contextlib.suppress(Exception):
                 f.cancel()
         raise
+
+
+def _warm(_: int) -> int:
+    import os
+
+    from .decompose import maxmin  # noqa: F401  (pays Pyomo's and highspy's import)
+
+    return os.getpid()
+
+
+def warm_up(executor: SubmitExecutor, tasks: int = 8) -> int:
+    """Make every worker import hetopt before timing starts; returns distinct workers seen."""
+    return len(set(run_all(executor, _warm, range(tasks))))
 
 
 def dask_executor(address: str | None = None, **cluster_kwargs: Any) -> tuple[Executor, Any]:
