@@ -51,7 +51,6 @@ class CpuGpuKind(Kind):
         ),
     )
     instance_model = CpuGpuInstance
-    params: dict[str, str] = {}
 
     def build(self, instance: CpuGpuInstance, objective: str, **_: Any) -> pyo.ConcreteModel:
         if objective not in self.objective_names():
@@ -142,7 +141,11 @@ def _pairing_schedule(
     arr: Any, m: pyo.ConcreteModel, cm: CompiledModel, raw: RawSolution
 ) -> pd.DataFrame:
     pc: F.Pairing = m._pairing
-    y = np.round(raw.values(cm, m.pair, range(len(pc.pair_cpu)))) if len(pc.pair_cpu) else []
+    y = (
+        np.round(raw.values(cm, m.pair, range(len(pc.pair_cpu))))
+        if len(pc.pair_cpu)
+        else np.zeros(0)
+    )
     s = np.round(raw.values(cm, m.solo, range(len(pc.solo_prog))))
     tc, tg = arr.type_times[:, 0], arr.type_times[:, 1]
     clock = np.zeros(len(arr.device_ids))

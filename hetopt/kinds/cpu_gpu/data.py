@@ -139,7 +139,7 @@ class CpuGpuArrays:
         for i, p in enumerate(inst.programs):
             for t, v in p.duration_s.items():
                 tt[i, DEVICE_TYPES.index(t)] = v
-        dtype = [d.type for d in inst.devices]
+        dtype: list[str] = [d.type for d in inst.devices]
         col = np.array([DEVICE_TYPES.index(t) for t in dtype])
         pos = {p.id: i for i, p in enumerate(inst.programs)}
         fc, fg = np.ones((n, n)), np.ones((n, n))

@@ -10,6 +10,7 @@ the schedule.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
 
@@ -82,7 +83,7 @@ def verify(
                 )
     for did, rs in by_dev.items():
         rs = sorted(rs, key=lambda r: float(r["start_s"]))
-        for a, b in zip(rs, rs[1:], strict=False):
+        for a, b in itertools.pairwise(rs):
             if float(b["start_s"]) < float(a["end_s"]) - TOL:
                 problems.append(f"device {did}: {a['program']} and {b['program']} overlap")
     if pairing:
