@@ -28,6 +28,7 @@ from hetopt.plotting import (
     plot_jct_cdf,
     plot_pareto,
     plot_result,
+    plot_utilisation,
 )
 from hetopt.plotting.plots import _pareto_mask
 from hetopt.status import Status
@@ -231,6 +232,29 @@ def test_plot_jct_cdf_from_table_and_errors():
         plot_jct_cdf(pd.DataFrame({"job": ["a"]}))
     with pytest.raises(hetopt.UsageError, match="no finished job"):
         plot_jct_cdf([float("nan")])
+
+
+# -- utilisation ----------------------------------------------------------------------------
+
+
+def test_plot_utilisation_shares(tmp_path):
+    servers = pd.DataFrame(
+        {
+            "server": ["s0", "s1"],
+            "gpus_used": [6, 0],
+            "gpus": [8, 8],
+            "cpus_used": [24.0, 12.0],
+            "cpus": [24.0, 24.0],
+            "jobs": [2, 1],  # no "jobs_used": not a capacity
+        }
+    )
+    ax = plot_utilisation(servers)
+    widths = [p.get_width() for p in ax.patches]
+    assert widths == pytest.approx([0.75, 0.0, 1.0, 0.5])
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["gpus", "cpus"]
+    assert_png(save(ax, tmp_path / "util.png"))
+    with pytest.raises(hetopt.UsageError, match="_used"):
+        plot_utilisation(pd.DataFrame({"server": ["s0"], "jobs": [1]}))
 
 
 # -- dispatch ------------------------------------------------------------------------------

@@ -21,6 +21,8 @@ plot_allocation
     Heatmap of an ``allocation(job, worker_type, fraction)`` table (``gpu_cluster``).
 plot_gantt
     Generic Gantt chart of a schedule table with ``task, resource, start_s, end_s``.
+plot_utilisation
+    Used share of each capacity per server (``<r>_used`` / ``<r>`` column pairs).
 plot_pareto
     A makespan-energy (or any two-objective) Pareto front table.
 plot_jct_cdf
@@ -39,6 +41,7 @@ from .plots import (
     plot_jct_cdf,
     plot_pareto,
     plot_result,
+    plot_utilisation,
 )
 
 __all__ = [
@@ -49,4 +52,5 @@ __all__ = [
     "plot_jct_cdf",
     "plot_pareto",
     "plot_result",
+    "plot_utilisation",
 ]

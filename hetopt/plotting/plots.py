@@ -16,7 +16,7 @@ from ..result import Result
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-PLOT_NAMES: tuple[str, ...] = ("allocation", "gantt", "pareto", "jct_cdf")
+PLOT_NAMES: tuple[str, ...] = ("allocation", "gantt", "pareto", "utilisation", "jct_cdf")
 """Names accepted by :func:`plot_result` (and ``hetopt plot --kind-of-plot``)."""
 
 # Column names the generic functions recognise, most specific first.
@@ -383,6 +383,76 @@ def plot_pareto(
     return ax
 
 
+# -- utilisation --------------------------------------------------------------------------
+
+
+def _capacity_pairs(df: pd.DataFrame) -> list[tuple[str, str]]:
+    """``(used, capacity)`` column pairs such as ``("cpus_used", "cpus")``."""
+    pairs = []
+    for col in df.columns:
+        name = str(col)
+        if name.endswith("_used") and name[: -len("_used")] in df.columns:
+            pairs.append((name, name[: -len("_used")]))
+    return pairs
+
+
+def plot_utilisation(
+    table: Result | pd.DataFrame,
+    ax: Axes | None = None,
+    *,
+    label: str | None = None,
+) -> Axes:
+    """Used share of each capacity per resource, e.g. GPUs, CPUs and memory per server.
+
+    Parameters
+    ----------
+    table
+        A table with a label column and pairs of columns ``<r>_used`` / ``<r>`` (used and
+        capacity of resource ``r``), such as the ``servers`` table of ``multi_resource``;
+        or a result holding a ``servers`` table.
+    ax
+        Axes to draw on; a new figure is made when omitted.
+    label
+        The label column; default: the first present of ``server``, ``resource``,
+        ``core``, ``agent``, ``device``, ``machine``, ``worker``, ``gpu``, else the first
+        column.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
+    """
+    df = _table(table, ("servers", "utilisation", "utilization"), "plot_utilisation")
+    pairs = _capacity_pairs(df)
+    if not pairs:
+        raise UsageError(
+            "plot_utilisation needs column pairs <resource>_used and <resource> (e.g. "
+            f"cpus_used, cpus); the table has: {', '.join(map(str, df.columns))}"
+        )
+    if df.empty:
+        raise UsageError("plot_utilisation: the table is empty")
+    label = label or _first_present(df, ("server", *RESOURCE_COLUMNS)) or str(df.columns[0])
+    names = df[label].astype(str).to_list()
+    ax = _new_axes(ax, (7.0, min(10.0, 1.6 + 0.3 * len(names) * len(pairs))))
+    height = 0.8 / len(pairs)
+    for k, (used, cap) in enumerate(pairs):
+        u = pd.to_numeric(df[used], errors="coerce").to_numpy(dtype=float)
+        c = pd.to_numeric(df[cap], errors="coerce").to_numpy(dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(c > 0, u / c, 0.0)
+        ys = np.arange(len(names)) - 0.4 + height * (k + 0.5)
+        ax.barh(ys, share, height=height, color=f"C{k}", label=cap)
+    ax.set_yticks(range(len(names)), names)
+    ax.invert_yaxis()
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xlim(0.0, 1.05)
+    ax.set_xlabel("share of capacity used")
+    ax.set_ylabel(label)
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return ax
+
+
 # -- JCT CDF -------------------------------------------------------------------------------
 
 
@@ -483,6 +553,13 @@ def _pareto_table(result: Result) -> str | None:
     return None
 
 
+def _utilisation_table(result: Result) -> str | None:
+    for name, df in result.tables.items():
+        if _capacity_pairs(df) and not df.empty:
+            return name
+    return None
+
+
 def _jct_table(result: Result) -> str | None:
     for name, df in result.tables.items():
         if _first_present(df, JCT_COLUMNS) and not df.empty:
@@ -515,13 +592,15 @@ def available_plots(result: Result) -> list[str]:
         and {"job", "worker_type", "fraction"} <= set(alloc.columns)
     ):
         out.append("allocation")
+    if _utilisation_table(result):
+        out.append("utilisation")
     if _jct_table(result):
         out.append("jct_cdf")
     return out
 
 
 def plot_result(result: Result, kind_of_plot: str | None = None, ax: Axes | None = None) -> Axes:
-    """Draw the natural plot of a result: Pareto front, Gantt chart, allocation or JCT CDF.
+    """Draw the natural plot of a result: Pareto front, Gantt, allocation, utilisation or JCTs.
 
     Parameters
     ----------
@@ -575,6 +654,12 @@ def plot_result(result: Result, kind_of_plot: str | None = None, ax: Axes | None
         table = _pareto_table(result)
         assert table is not None
         ax = plot_pareto(result.tables[table], ax)
+        ax.set_title(title)
+        return ax
+    if name == "utilisation":
+        table = _utilisation_table(result)
+        assert table is not None
+        ax = plot_utilisation(result.tables[table], ax)
         ax.set_title(title)
         return ax
     table = _jct_table(result)
