@@ -5,8 +5,8 @@ in a namespace shared by the snippets of one page. The directive shows the code,
 printed, the value of its last expression (a DataFrame becomes a table) and every
 matplotlib figure it left open. A snippet that raises fails the build.
 
-Options: ``:requires-kind: NAME`` (show a note instead when the kind is not in this
-build), ``:hide-code:``, ``:hide-output:``, ``:max-rows: N``, ``:figure-width: 80%``.
+Options: ``:requires-kind: NAME`` and ``:requires-module: hetopt.x`` (show a note
+instead when the kind or module is not in this build), ``:hide-code:``, ``:hide-output:``, ``:max-rows: N``, ``:figure-width: 80%``.
 """
 
 from __future__ import annotations
@@ -62,12 +62,22 @@ def dataframe_table(df: Any, max_rows: int) -> list[nodes.Node]:
     return out
 
 
+def _module_present(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
 class HetoptRun(SphinxDirective):
     """Run Python at build time and show code, output, last value and figures."""
 
     has_content = True
     option_spec = {
         "requires-kind": directives.unchanged,
+        "requires-module": directives.unchanged,
         "hide-code": directives.flag,
         "hide-output": directives.flag,
         "max-rows": directives.positive_int,
@@ -83,6 +93,14 @@ class HetoptRun(SphinxDirective):
             note += nodes.paragraph(
                 text=f"The {kind} kind is not part of this build yet: this example runs "
                 "(and its output appears here) once it lands."
+            )
+            return [note]
+        module = self.options.get("requires-module")
+        if module and not _module_present(module):
+            note = nodes.note()
+            note += nodes.paragraph(
+                text=f"{module} is not part of this build yet: this example runs (and its "
+                "output appears here) once it lands."
             )
             return [note]
         code = "\n".join(self.content)
