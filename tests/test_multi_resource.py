@@ -356,3 +356,43 @@ def test_many_random_against_brute_force(seed: int) -> None:
     rng = np.random.default_rng(1000 + seed)
     data = random_data(rng, int(rng.integers(5, 9)), 1)
     check_against(data, brute_force(data))
+
+
+def test_time_limit_is_honest() -> None:
+    inst = generate(100, 16, seed=0)
+    res = KIND.solve(inst, "max_total_throughput", SolveOptions(time_limit_s=0.2, threads=1))
+    assert res.status in (Status.FEASIBLE, Status.NO_SOLUTION, Status.OPTIMAL)
+    if res.status == Status.FEASIBLE:
+        assert res.bound is not None and res.bound >= res.objective_value - 1e-9
+        assert res.gap is not None
+        assert res.info["fragmentation_status"].startswith("skipped")
+        assert res.verification.ok
+    if res.status == Status.NO_SOLUTION:
+        assert res.objective_value is None
+
+
+def test_job_that_fits_nowhere_is_infeasible() -> None:
+    data = {
+        "kind": "multi_resource",
+        "servers": [{"id": "s0", "gpus": 8, "cpus": 24, "mem_gb": 500}],
+        "jobs": [
+            {
+                "id": "j1",
+                "gpus": 4,
+                "profile": [{"cpus_per_gpu": 12, "mem_gb_per_gpu": 62.5, "throughput": 1.0}],
+            }
+        ],
+    }
+    assert solve(MultiResourceInstance.from_dict(data)).status == Status.INFEASIBLE
+
+
+def test_bad_param_is_a_usage_error() -> None:
+    with pytest.raises(hetopt.UsageError):
+        solve(MultiResourceInstance.from_dict(GOOD), fragmentation="yes")
+
+
+def test_symmetry_breaking_does_not_change_the_optimum() -> None:
+    inst = generate(24, 4, seed=11)
+    a, b = solve(inst, symmetry=True), solve(inst, symmetry=False)
+    assert a.objective_value == pytest.approx(b.objective_value, abs=1e-9)
+    assert a.info["servers_used"] == b.info["servers_used"]
