@@ -372,47 +372,29 @@ def _values(arr: Any, norm: np.ndarray, X: np.ndarray) -> np.ndarray:
     return arr.scale * (arr.thr * X).sum(axis=1) / (arr.weight * norm)
 
 
-def repair_max_min(
+def _repair_round(
     arr: Any,
     X: np.ndarray,
+    v: np.ndarray,
+    headroom: np.ndarray,
     norm: np.ndarray,
     thr_alloc: np.ndarray,
-    fraction: float = 0.05,
-    options: SolveOptions | None = None,
-) -> tuple[np.ndarray, dict[str, Any]]:
-    """Raise the minimum of a merged max-min allocation with one small LP.
-
-    The ``fraction`` of jobs with the lowest normalised throughput (the bottleneck
-    set ``B``) are re-optimised freely; every other job ``j`` keeps its type mix and is
-    scaled by ``s_j = z / v_j`` (``v_j`` its current value, ``s_j <= 1 / share_j``), so
-    its GPU use enters each capacity row as ``z * sum_j scale_j X[j,t] / v_j``: one
-    coefficient per type. The LP maximises the common level ``z``; the current
-    allocation is feasible in it, so the minimum never drops. Finally every
-    non-bottleneck job is lifted back towards its merged allocation as far as the
-    capacities allow (one scalar, no LP).
-
-    Returns the repaired allocation and facts (``repair_jobs``, ``repair_s``, levels).
-    """
-    t0 = time.perf_counter()
+    fraction: float,
+    options: SolveOptions | None,
+) -> tuple[np.ndarray, np.ndarray, MaxMinSolution, float | None]:
+    """One repair LP over the bottleneck set of size ``ceil(fraction * n)``."""
     n, T = X.shape
-    # values in the allocating view (the agnostic view for the baseline)
-    coef = (arr.scale / (arr.weight * norm))[:, None] * thr_alloc
-    v = (coef * X).sum(axis=1)
     nb = min(n, max(1, math.ceil(fraction * n)))
-    order = np.argsort(v, kind="stable")
-    B = np.sort(order[:nb])
+    # bottleneck: the lowest values, and the jobs that cannot grow by rescaling
+    low = np.argsort(v, kind="stable")[:nb]
+    stuck = np.argsort(headroom, kind="stable")[:nb]
+    B = np.union1d(low, stuck)
+    B = np.union1d(B, np.nonzero(v <= 0)[0])  # a job at zero cannot be rescaled
     rest = np.ones(n, dtype=bool)
     rest[B] = False
     R = np.nonzero(rest)[0]
-    share = X[R].sum(axis=1)
-    if len(R) and (v[R] <= 0).any():  # a job at zero cannot be rescaled: re-optimise it too
-        zero = R[v[R] <= 0]
-        B = np.union1d(B, zero)
-        rest[zero] = False
-        R = np.nonzero(rest)[0]
-        share = X[R].sum(axis=1)
     usage = (arr.scale[R, None] * X[R]) / v[R, None] if len(R) else np.zeros((0, T))
-    z_max = float(np.min(v[R] / np.maximum(share, 1e-12))) if len(R) else None
+    z_max = float(headroom[R].min()) if len(R) else None
     problem = MaxMinProblem(
         thr=thr_alloc[B],
         scale=arr.scale[B],
@@ -424,14 +406,62 @@ def repair_max_min(
         z_usage=usage.sum(axis=0),
         z_max=z_max,
     )
-    sol = solve_max_min(problem, options or SolveOptions(threads=1))
+    return B, R, solve_max_min(problem, options or SolveOptions(threads=1)), z_max
+
+
+def repair_max_min(
+    arr: Any,
+    X: np.ndarray,
+    norm: np.ndarray,
+    thr_alloc: np.ndarray,
+    fraction: float = 0.05,
+    options: SolveOptions | None = None,
+    max_fraction: float = 0.4,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Raise the minimum of a merged max-min allocation with a small LP.
+
+    The bottleneck set ``B`` (the ``fraction`` of jobs with the lowest normalised
+    throughput, plus as many with the least headroom ``v_j / share_j``, i.e. that cannot
+    grow by rescaling) is re-optimised freely; every other job ``j`` keeps its type mix and is
+    scaled by ``s_j = z / v_j`` (``v_j`` its current value, ``s_j <= 1 / share_j``), so
+    its GPU use enters each capacity row as ``z * sum_j scale_j X[j,t] / v_j``: one
+    coefficient per type. The LP maximises the common level ``z``; the current
+    allocation is feasible in it, so the minimum never drops. When the optimum sits on the
+    cap ``z <= min_j v_j / share_j`` the set is doubled (up to ``max_fraction``) and the
+    LP solved again; the best round is kept. Finally every
+    non-bottleneck job is lifted back towards its merged allocation as far as the
+    capacities allow (one scalar, no LP).
+
+    Returns the repaired allocation and facts (``repair_jobs``, ``repair_s``, levels).
+    """
+    t0 = time.perf_counter()
+    # values in the allocating view (the agnostic view for the baseline)
+    coef = (arr.scale / (arr.weight * norm))[:, None] * thr_alloc
+    v = (coef * X).sum(axis=1)
+    share = X.sum(axis=1)
+    headroom = v / np.maximum(share, 1e-12)  # the value a job reaches by rescaling alone
+    facts: dict[str, Any] = {"repair_rounds": 0, "repair_build_s": 0.0, "repair_solve_s": 0.0}
+    best: MaxMinSolution | None = None
+    best_B = best_R = np.zeros(0, dtype=np.int64)
+    frac = fraction
+    while True:
+        B, R, sol, z_max = _repair_round(arr, X, v, headroom, norm, thr_alloc, frac, options)
+        facts["repair_rounds"] += 1
+        facts["repair_build_s"] += sol.timings.get("build_s", 0.0)
+        facts["repair_solve_s"] += sol.timings.get("solve_s", 0.0)
+        if sol.status.has_solution and (best is None or sol.z > best.z):
+            best, best_B, best_R = sol, B, R
+        # the cap z <= min_R headroom binds: re-optimise more jobs
+        capped = z_max is not None and sol.status.has_solution and sol.z >= z_max * (1 - 1e-6)
+        if not capped or frac >= max_fraction or len(R) == 0:
+            break
+        frac = min(max_fraction, 2 * frac)
+    facts["repair_jobs"] = len(best_B)
+    facts["repair_fraction"] = frac
+    sol = best if best is not None else sol
+    B, R = best_B, best_R
     before = float(v.min())
-    facts: dict[str, Any] = {
-        "repair_jobs": len(B),
-        "repair_status": sol.status.value,
-        "repair_build_s": sol.timings.get("build_s", 0.0),
-        "repair_solve_s": sol.timings.get("solve_s", 0.0),
-    }
+    facts["repair_status"] = sol.status.value
     if not sol.status.has_solution or sol.z <= before:
         facts["repair_s"] = time.perf_counter() - t0
         return X, facts
