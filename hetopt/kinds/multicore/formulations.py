@@ -139,6 +139,9 @@ def _skeleton(arr: MulticoreArrays, plan: Plan, binary_assign: bool) -> tuple[An
     m.CORES = pyo.Set(initialize=arr.core_ids, ordered=True)
     m.PAIRS = pyo.RangeSet(0, K - 1)
     m.assign = pyo.Var(m.PAIRS, within=pyo.Binary if binary_assign else pyo.UnitInterval)
+    # a pair longer than the horizon cannot be used (makespan <= horizon)
+    for k in np.nonzero(pairs.p > plan.horizon / plan.t_ref * (1 + 1e-9))[0]:
+        m.assign[int(k)].setub(0)
     lb = arr.makespan_lower_bound() / plan.t_ref
     ub = plan.horizon / plan.t_ref
     # lb > ub (a deadline below the lower bound) is left to HiGHS to report infeasible

@@ -62,10 +62,83 @@ def list_schedule(arr: MulticoreArrays, rule: str = "tail") -> Schedule:
 
 
 def best_list_schedule(arr: MulticoreArrays) -> Schedule:
-    """The shorter of the two list schedules."""
+    """The shorter of the two list schedules (for independent tasks, then improved by
+    :func:`local_search`)."""
     a = list_schedule(arr, "tail")
     b = list_schedule(arr, "topo")
-    return a if a.makespan <= b.makespan else b
+    best = a if a.makespan <= b.makespan else b
+    if not arr.has_dag:
+        fastest = np.argmin(np.where(arr.eligible, arr.dur, np.inf), axis=1)
+        for start in (best.core, fastest):
+            cand = local_search(arr, start)
+            if cand.makespan < best.makespan:
+                best = cand
+    return best
+
+
+def back_to_back(arr: MulticoreArrays, core: np.ndarray) -> Schedule:
+    """Independent tasks: each core runs its tasks back to back in task order."""
+    n = arr.num_tasks
+    p = arr.dur[np.arange(n), core]
+    start = np.zeros(n)
+    free = np.zeros(arr.num_cores)
+    for i in range(n):
+        start[i] = free[core[i]]
+        free[core[i]] += p[i]
+    return Schedule(core.astype(np.int64), start, start + p)
+
+
+def local_search(arr: MulticoreArrays, core: np.ndarray, max_rounds: int = 10_000) -> Schedule:
+    """Move and swap descent for independent tasks (R||Cmax).
+
+    A move (a task of a most-loaded core to another core) or a swap (with a task of
+    another core) is taken when both cores end below the old maximum, so the sorted load
+    vector decreases and the search stops. Ineligible cores have infinite duration.
+    """
+    n, m = arr.num_tasks, arr.num_cores
+    core = np.asarray(core, dtype=np.int64).copy()
+    P = np.where(arr.eligible, arr.dur, np.inf)
+    rows = np.arange(n)
+    loads = np.bincount(core, weights=P[rows, core], minlength=m)
+    for _ in range(max_rounds):
+        cmax = loads.max()
+        improved = False
+        for c in np.nonzero(loads >= cmax - 1e-12)[0]:
+            mine = np.nonzero(core == c)[0]
+            if not len(mine):
+                continue
+            # moves: task i (on c) to core d
+            new_d = loads[None, :] + P[mine, :]  # (tasks on c, cores)
+            new_c = loads[c] - P[mine, c][:, None]
+            worst = np.maximum(new_d, new_c)
+            worst[:, c] = np.inf
+            k, d = np.unravel_index(np.argmin(worst), worst.shape)
+            if worst[k, d] < cmax - 1e-9:
+                i = mine[k]
+                loads[c] -= P[i, c]
+                loads[d] += P[i, d]
+                core[i] = d
+                improved = True
+                break
+            # swaps: task i (on c) with task j (on d != c)
+            others = np.nonzero(core != c)[0]
+            if not len(others):
+                continue
+            dj = core[others]
+            lc = loads[c] - P[mine, c][:, None] + P[others, c][None, :]
+            ld = loads[dj][None, :] - P[others, dj][None, :] + P[mine][:, dj]
+            worst = np.maximum(lc, ld)
+            k, q = np.unravel_index(np.argmin(worst), worst.shape)
+            if worst[k, q] < cmax - 1e-9:
+                i, j, d = mine[k], others[q], dj[q]
+                loads[c] += P[j, c] - P[i, c]
+                loads[d] += P[i, d] - P[j, d]
+                core[i], core[j] = d, c
+                improved = True
+                break
+        if not improved:
+            break
+    return back_to_back(arr, core)
 
 
 def left_shift(arr: MulticoreArrays, core: np.ndarray, order_key: np.ndarray) -> Schedule:
