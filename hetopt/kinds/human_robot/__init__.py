@@ -6,7 +6,7 @@ minimum and maximum lags (RCPSP/max), shared workspaces and travel between them.
 
 Methods (parameter ``method``): ``"exact"`` (the MILP of :mod:`.formulations`, practical
 to about 15 tasks x 5 agents), ``"decomposition"`` (allocate, then sequence, iterate; see
-:mod:`.decomposition`) and ``"auto"`` (exact up to 75 task-agent pairs).
+:mod:`.decomposition`) and ``"auto"`` (exact up to 15 tasks and 75 capable task-agent pairs).
 """
 
 from __future__ import annotations
@@ -47,8 +47,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+EXACT_MAX_TASKS = 15
 EXACT_MAX_PAIRS = 75
-"""``method="auto"`` runs the exact MILP up to this many task x agent pairs (15 x 5)."""
+"""``method="auto"`` runs the exact MILP up to 15 tasks and 75 capable task-agent pairs."""
 DIAGNOSE_CHECK_S = 10.0
 """Time limit of one feasibility check of the deletion filter."""
 
@@ -220,7 +221,8 @@ class HumanRobotKind(Kind):
             raise UsageError(f"method must be 'auto', 'exact' or 'decomposition', got {method!r}")
         if method == "auto":
             pairs = int(arr.capable.sum())
-            method = "exact" if pairs <= EXACT_MAX_PAIRS else "decomposition"
+            small = pairs <= EXACT_MAX_PAIRS and arr.num_tasks <= EXACT_MAX_TASKS
+            method = "exact" if small else "decomposition"
         info: dict[str, Any] = {"method": method}
         if clean:
             info["fixed"] = {t: list(v) for t, v in clean.items()}

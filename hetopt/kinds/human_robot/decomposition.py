@@ -42,7 +42,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ITERATIONS = 6
-ALLOC_TIME_S = 10.0
+ALLOC_TIME_S = (5.0, 2.0)
+"""Time limit of the first allocation MILP (whose dual bound is reported) and of the
+later ones (the options' time limit caps both)."""
+ALLOC_GAP = 0.01
 TOL = 1e-6
 
 
@@ -123,13 +126,15 @@ def _allocate(
     fa: Mapping[int, int],
     idle: np.ndarray,
     options: SolveOptions,
+    first: bool,
 ) -> tuple[np.ndarray | None, float | None]:
     """Solve the allocation MILP(s); return (agent per task, dual bound in seconds)."""
+    limit = ALLOC_TIME_S[0] if first else ALLOC_TIME_S[1]
+    if options.time_limit_s is not None:
+        limit = max(0.5, min(limit, options.time_limit_s / 4))
     opts = SolveOptions(
-        time_limit_s=ALLOC_TIME_S
-        if options.time_limit_s is None
-        else max(1.0, min(ALLOC_TIME_S, options.time_limit_s / 4)),
-        mip_rel_gap=1e-3,
+        time_limit_s=limit,
+        mip_rel_gap=ALLOC_GAP,
         threads=options.threads,
         seed=options.seed,
     )
@@ -349,7 +354,7 @@ def solve_decomposition(
     seen: set[bytes] = set()
     deadline = None if options.time_limit_s is None else t0 + options.time_limit_s
     for it in range(ITERATIONS):
-        agent_of, b = _allocate(arr, objective, es, fa, idle, options)
+        agent_of, b = _allocate(arr, objective, es, fa, idle, options, it == 0)
         if it == 0:
             bound = b
         if agent_of is None:
