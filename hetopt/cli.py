@@ -218,6 +218,25 @@ def _parse_param(values: tuple[str, ...]) -> dict[str, Any]:
     help="Kind-specific parameter (value parsed as JSON when possible); repeatable.",
 )
 @click.option(
+    "--partitions",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Solve by decomposition into K parts (exact when the instance splits into independent "
+    "components; otherwise stratified partitioning with a repair step).",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With --partitions: solve the parts on a local process pool of W processes.",
+)
+@click.option(
+    "--scheduler-address",
+    default=None,
+    metavar="ADDR",
+    help="With --partitions: solve the parts on this Dask scheduler (pip install 'hetopt[dask]').",
+)
+@click.option(
     "--output",
     "-o",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -248,6 +267,9 @@ def solve(
     seed: int | None,
     options_file: Path | None,
     params: tuple[str, ...],
+    partitions: int | None,
+    workers: int | None,
+    scheduler_address: str | None,
     output: Path | None,
     as_json: bool,
     show_tables: tuple[str, ...],
@@ -273,7 +295,22 @@ def solve(
     kw = _parse_param(params)
     if agnostic:
         kw["agnostic"] = True
-    result = api_solve(file, objective, opts, **kw)
+    if partitions is None and (workers is not None or scheduler_address is not None):
+        raise click.UsageError("--workers and --scheduler-address go with --partitions")
+    if partitions is not None:
+        from .decompose import solve_decomposed
+
+        result = solve_decomposed(
+            file,
+            objective,
+            opts,
+            partitions=partitions,
+            workers=workers,
+            scheduler_address=scheduler_address,
+            **kw,
+        )
+    else:
+        result = api_solve(file, objective, opts, **kw)
     if output is not None:
         result.to_json(output)
     if as_json:

@@ -205,3 +205,16 @@ def test_verbose_shows_highs_log() -> None:
     code, _, err = run("solve", str(EXAMPLE), "-v")
     assert code == 0
     assert "Coefficient ranges" in err or "HiGHS" in err
+
+
+def test_partitions_flag_runs_decomposition() -> None:
+    gavel = EXAMPLE.parent / "gavel_100.json"
+    code, out, _ = run("solve", str(gavel), "--json")
+    mono = json.loads(out)["objective_value"]
+    code, out, err = run("solve", str(gavel), "--partitions", "2", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["status"] in ("optimal", "feasible")
+    assert d["verification"]["ok"]
+    assert 0.9 * mono <= d["objective_value"] <= mono * (1 + 1e-6)
+    assert run("solve", str(gavel), "--workers", "2")[0] == 2
