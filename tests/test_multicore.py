@@ -387,3 +387,16 @@ def test_left_shift_rejects_orders_against_precedences() -> None:
     )
     with pytest.raises(ValueError, match="contradict"):
         left_shift(inst.arrays, np.array([0, 0]), np.array([1.0, 0.0]))
+
+
+def test_pareto_time_limit_is_honest() -> None:
+    from hetopt.kinds.multicore import generate
+
+    data = generate("U1-100", 8, 60, seed=2).to_dict()
+    for k, c in enumerate(data["cores"]):
+        c["active_power_w"], c["idle_power_w"] = 1.0 + k, 0.1 * k
+    r = hetopt.solve(data, "pareto", SolveOptions(threads=1, time_limit_s=1.0))
+    assert r.status in (Status.FEASIBLE, Status.NO_SOLUTION)
+    if r.status == Status.FEASIBLE:
+        assert r.ok and "time limit" in r.termination
+        assert len(r.tables["pareto"]) >= 1

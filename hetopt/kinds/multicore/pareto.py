@@ -113,8 +113,8 @@ def solve_pareto(
         raw = hm.solve(opts)
         solve_s += raw.solve_s
         statuses.append(raw.status)
-        if raw.status == Status.FEASIBLE:
-            timed_out = True
+        if raw.status in (Status.FEASIBLE, Status.NO_SOLUTION):
+            timed_out = True  # a limit was hit: the front is not proven
         return raw
 
     x0 = F.start_vector(m, cm, arr, heuristic)
@@ -123,7 +123,8 @@ def solve_pareto(
     first = run("makespan", mk_hi, en_hi, x0)
     if first is None or not first.status.has_solution:
         return _empty(kind, instance, first, plan, heuristic, t0, t1, t2, solve_s)
-    c_star = schedule_from_solution(m, cm, first, arr).makespan
+    first_sched = schedule_from_solution(m, cm, first, arr)
+    c_star = first_sched.makespan
 
     def point(mk_ub: float) -> tuple[float, float, Schedule] | None:
         """min energy s.t. makespan <= mk_ub, then min makespan at that energy."""
@@ -155,6 +156,8 @@ def solve_pareto(
             if p[0] >= c_last - 1e-9:  # no progress (numerics): stop
                 break
             points.append(p)
+    if not points:  # out of time after the first solve: its schedule is all there is
+        points.append((c_star, arr.energy(first_sched.core, c_star), first_sched))
     if timed_out:
         termination = "time limit: the front may be incomplete or not proven optimal"
     elif len(points) >= pareto_points and points[-1][0] > c_star * (1 + 1e-9) + 1e-9:
@@ -174,7 +177,7 @@ def solve_pareto(
         df.insert(0, "point", k)
         parts.append(df)
     schedule = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    all_optimal = all(s == Status.OPTIMAL for s in statuses) and not timed_out
+    all_optimal = not timed_out and all(s in (Status.OPTIMAL, Status.INFEASIBLE) for s in statuses)
     status = Status.OPTIMAL if all_optimal and kept else Status.FEASIBLE
     info: dict[str, Any] = _plan_info(arr, plan, heuristic)
     info.update({"points": len(kept), "solves": len(statuses), "min_makespan_s": c_star})
