@@ -296,8 +296,14 @@ def test_same_answer_on_dask_local_cluster():
     client = distributed.Client(cluster)
     try:
         v, x = _answer(client.get_executor(pure=False))
+        # the --scheduler-address path connects its own client to the same scheduler
+        inst = generate(256, "k80=16,p100=16,v100=16", seed=9)
+        by_address = solve_decomposed(
+            inst, partitions=4, scheduler_address=cluster.scheduler_address
+        )
     finally:
         client.close()
         cluster.close()
     assert v == pytest.approx(ref_v, rel=1e-9)
     np.testing.assert_allclose(x, ref_x, atol=1e-9)
+    assert by_address.objective_value == pytest.approx(ref_v, rel=1e-9)
