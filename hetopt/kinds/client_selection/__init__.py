@@ -396,35 +396,49 @@ class ClientSelectionKind(Kind):
         mask[members[y > 0.5]] = True
         tables = {"selection": selection_table(inst, mask)}
         bound = None
+        status = termination = None
         if objective == "min_duration":
-            pc, pk, _ = m._pairs
-            take = np.round(raw.values(cm, m.take, range(len(pc))))
-            classes = SampleArrays.from_instance(inst).classes
+            sa = SampleArrays.from_instance(inst)
+            targets = np.array([(inst.class_targets or {})[c] for c in sa.classes])
+            S = np.flatnonzero(mask)
+            local = np.full(arr.n, -1, dtype=np.int64)
+            local[S] = np.arange(len(S))
+            keep = local[sa.client] >= 0
+            pc, pk, cnt = local[sa.client[keep]], sa.cls[keep], sa.count[keep]
+            fixed = (arr.ready + arr.upload)[S]
+            found = A.integer_assignment(fixed, arr.sample_s[S], targets, pc, pk, cnt)
+            if found is None:  # cannot happen for a feasible MILP selection; be honest anyway
+                return Extracted(
+                    None, {}, {}, Status.ERROR, "no whole-sample assignment for the selection"
+                )
+            value, take = found
             nz = take > 0
             cs = pd.DataFrame(
                 {
-                    "client": [arr.ids[i] for i in members[pc[nz]]],
-                    "class": [classes[j] for j in pk[nz]],
-                    "samples": take[nz].astype(np.int64),
+                    "client": [arr.ids[i] for i in S[pc[nz]]],
+                    "class": [sa.classes[j] for j in pk[nz]],
+                    "samples": np.round(take[nz]).astype(np.int64),
                 }
             )
             q = np.zeros(arr.n)
-            np.add.at(q, members[pc[nz]], take[nz])
-            duration = arr.ready + arr.upload + arr.sample_s * q
+            np.add.at(q, S[pc[nz]], take[nz])
             sel = tables["selection"]
             sel["test_samples"] = q.astype(np.int64)
-            sel["duration_s"] = np.where(mask, duration, np.nan)
+            sel["duration_s"] = np.where(mask, arr.ready + arr.upload + arr.sample_s * q, np.nan)
             tables["class_samples"] = cs
-            value = float(duration[mask].max()) if mask.any() else 0.0
             if raw.bound is not None:
-                bound = raw.bound * float(pyo.value(m.t_ref))
+                bound = min(raw.bound * float(pyo.value(m.t_ref)), value)
+                if raw.status == Status.OPTIMAL and value > bound * (1 + 1e-6) + 1e-9:
+                    # the continuous-sample optimum was proven; whole samples cost a little
+                    status = Status.FEASIBLE
+                    termination = "selection optimal with fractional samples; whole-sample gap"
         else:
             value = _count_value(inst, objective, mask)
             if raw.bound is not None:
                 scale = float(pyo.value(m.weight_scale)) if objective == "max_weight" else 1.0
                 bound = raw.bound * scale
         gap = None if bound is None else abs(bound - value) / max(abs(value), 1e-9)
-        return Extracted(value, tables, {}, bound=bound, gap=gap)
+        return Extracted(value, tables, {}, status, termination, bound, gap)
 
     def _solve_lp_round(self, inst: ClientSelectionInstance, options: SolveOptions) -> Result:
         """LP relaxation, then the MILP restricted to the clients the LP uses most.

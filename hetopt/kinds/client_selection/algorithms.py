@@ -298,3 +298,92 @@ def smallest_first(
     k = int(np.searchsorted(cum, budget * (1 + REL_TOL), side="right"))
     sel[idx[: min(k, limit)]] = True
     return sel
+
+
+def _max_flow(
+    targets: np.ndarray,
+    pc: np.ndarray,
+    pk: np.ndarray,
+    cnt: np.ndarray,
+    caps: np.ndarray,
+) -> tuple[int, np.ndarray]:
+    """Max flow source -> class (target) -> client (held) -> sink (caps); returns the
+    flow value and the flow on each (client, class) pair."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import maximum_flow
+
+    C, m = len(targets), len(caps)
+    src, sink = 0, C + m + 1
+    rows = np.concatenate([np.zeros(C, dtype=np.int64), 1 + pk, 1 + C + np.arange(m)])
+    cols = np.concatenate([1 + np.arange(C), 1 + C + pc, np.full(m, sink)])
+    caps_all = np.concatenate([targets, cnt, caps]).astype(np.int32)
+    g = sp.csr_array((caps_all, (rows, cols)), shape=(C + m + 2, C + m + 2))
+    res = maximum_flow(g, src, sink)
+    flow = sp.csr_array(res.flow)
+    on_pairs = np.asarray(flow[1 + pk, 1 + C + pc]).ravel()
+    return int(res.flow_value), on_pairs
+
+
+def integer_assignment(
+    fixed: np.ndarray,
+    sample_s: np.ndarray,
+    targets: np.ndarray,
+    pc: np.ndarray,
+    pk: np.ndarray,
+    cnt: np.ndarray,
+) -> tuple[float, np.ndarray] | None:
+    """Exact whole-sample assignment for a fixed set of selected clients.
+
+    Minimise ``max_i fixed_i + sample_s_i * q_i`` over integer ``take`` (per pair ``pc``
+    = client position, ``pk`` = class, at most ``cnt``) meeting ``targets`` exactly.
+    For a duration ``T`` client ``i`` can take ``floor((T - fixed_i) / sample_s_i)``
+    samples; feasibility is a max-flow with integer capacities (so an integral flow
+    exists), and the least feasible ``T`` is found by bisection over the breakpoints
+    ``fixed_i + k * sample_s_i``.
+
+    Returns
+    -------
+    (duration, take) or None
+        ``None`` when even unlimited time cannot meet the targets with these clients.
+    """
+    targets = np.asarray(targets, dtype=np.int64)
+    cnt = np.asarray(cnt, dtype=np.int64)
+    m = len(fixed)
+    need = int(targets.sum())
+    held = np.zeros(m, dtype=np.int64)
+    np.add.at(held, pc, cnt)
+    T0 = float(fixed.max()) if m else 0.0
+    if need == 0:
+        return T0, np.zeros(len(pc))
+
+    def caps_at(T: float) -> np.ndarray:
+        room = np.where(
+            sample_s > 0,
+            np.floor((T - fixed) / np.where(sample_s > 0, sample_s, 1.0) + 1e-9),
+            held,
+        )
+        return np.clip(np.minimum(room, held), 0, None).astype(np.int64)
+
+    value, flow = _max_flow(targets, pc, pk, cnt, held)
+    if value < need:
+        return None
+    slow = np.flatnonzero(sample_s > 0)
+    if slow.size == 0:
+        return T0, flow
+    ks = [fixed[i] + sample_s[i] * np.arange(1, min(int(held[i]), need) + 1) for i in slow]
+    cand = np.unique(np.concatenate([[T0], *ks]))
+    cand = cand[cand >= T0]
+    lo, hi = 0, len(cand) - 1  # cand[hi] gives every client all it holds (up to need)
+    best = flow
+    while lo < hi:
+        mid = (lo + hi) // 2
+        v, f = _max_flow(targets, pc, pk, cnt, caps_at(float(cand[mid])))
+        if v >= need:
+            hi, best = mid, f
+        else:
+            lo = mid + 1
+    if lo == len(cand) - 1:
+        v, best = _max_flow(targets, pc, pk, cnt, caps_at(float(cand[lo])))
+    q = np.zeros(m)
+    np.add.at(q, pc, best)
+    return float(np.max(fixed + sample_s * q)), best

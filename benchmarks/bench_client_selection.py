@@ -1,0 +1,125 @@
+"""client_selection benchmarks: the exact fast path and the MILP at several sizes.
+
+Every benchmark asserts its answer against an independent exact algorithm:
+the MILP against Moore-Hodgson (``1 || sum U_j``), the Moore-Hodgson fast path against
+Lawler-Moore's DP with unit weights where the DP table fits, the Lawler-Moore fast path
+against the MILP. Times on a shared machine are noisy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from registry import BenchSpec, record, register
+
+import hetopt
+from hetopt import SolveOptions, Status
+from hetopt.kinds.client_selection import ClientSelectionInstance
+from hetopt.kinds.client_selection import algorithms as A
+
+OPTS = SolveOptions(threads=1)
+
+
+def instance(n: int, seed: int, deadline: float, integer: bool = False) -> ClientSelectionInstance:
+    """Ready times uniform over the round, lognormal uploads (mean ~ deadline / (n/4))."""
+    rng = np.random.default_rng(seed)
+    ready = rng.uniform(0, 0.9 * deadline, n)
+    upload = rng.lognormal(np.log(4 * deadline / n), 0.8, n)
+    if integer:
+        ready, upload = np.round(ready), np.maximum(np.round(upload), 1)
+    else:
+        ready, upload = np.round(ready, 2), np.round(upload, 2) + 0.01
+    w = rng.integers(1, 10, n).astype(float)
+    clients = [
+        {"id": f"c{i}", "ready_s": r, "upload_s": p, "weight": x}
+        for i, (r, p, x) in enumerate(zip(ready.tolist(), upload.tolist(), w.tolist(), strict=True))
+    ]
+    return ClientSelectionInstance.from_dict(
+        {"kind": "client_selection", "round_deadline_s": deadline, "clients": clients}
+    )
+
+
+SPECS = (
+    [
+        register(
+            BenchSpec(
+                f"client_selection/fast_mh/{n}",
+                "client_selection",
+                "max_clients",
+                {"clients": n},
+                slow=n > 100_000,
+                make=lambda n=n: instance(n, 1, 3600.0),
+            )
+        )
+        for n in (10_000, 100_000, 1_000_000)
+    ]
+    + [
+        register(
+            BenchSpec(
+                f"client_selection/fast_lm/{n}",
+                "client_selection",
+                "max_weight",
+                {"clients": n},
+                slow=n > 200,
+                make=lambda n=n: instance(n, 2, 600.0, True),
+            )
+        )
+        for n in (200, 500)
+    ]
+    + [
+        register(
+            BenchSpec(
+                f"client_selection/milp/{n}",
+                "client_selection",
+                "max_clients",
+                {"clients": n},
+                slow=n > 200,
+                make=lambda n=n: instance(n, 3, 1000.0),
+            )
+        )
+        for n in (100, 200, 500)
+    ]
+)
+
+
+def _param(spec: BenchSpec) -> object:
+    return pytest.param(spec, id=spec.name, marks=[pytest.mark.slow] if spec.slow else [])
+
+
+@pytest.mark.parametrize("spec", [_param(s) for s in SPECS if "/fast_mh/" in s.name])
+def test_fast_moore_hodgson(benchmark, spec: BenchSpec) -> None:
+    inst = spec.make()
+    r = benchmark.pedantic(
+        lambda: hetopt.solve(inst, "max_clients", OPTS, baseline=False), rounds=1, iterations=1
+    )
+    assert r.info["method"] == "moore_hodgson" and r.status == Status.OPTIMAL and r.ok
+    arr = inst.arrays
+    plan = A.dp_plan(arr.upload, arr.slack)
+    if plan is not None:  # unit-weight Lawler-Moore: an independent exact count
+        assert r.objective_value == A.lawler_moore(plan.p, plan.d, np.ones(arr.n)).sum()
+    else:
+        assert r.objective_value == A.moore_hodgson(arr.upload, arr.slack).sum()
+    record(benchmark, r, clients=arr.n)
+
+
+@pytest.mark.parametrize("spec", [_param(s) for s in SPECS if "/fast_lm/" in s.name])
+def test_fast_lawler_moore(benchmark, spec: BenchSpec) -> None:
+    inst = spec.make()
+    r = benchmark.pedantic(lambda: hetopt.solve(inst, "max_weight", OPTS), rounds=1, iterations=1)
+    assert r.info["method"] == "lawler_moore" and r.ok
+    m = hetopt.solve(inst, "max_weight", OPTS, method="milp", baseline=False)
+    assert m.status == Status.OPTIMAL
+    assert r.objective_value == pytest.approx(m.objective_value, rel=1e-6)
+    record(benchmark, r, clients=inst.arrays.n, milp_s=m.runtime_s, greedy_gap=r.info["greedy_gap"])
+
+
+@pytest.mark.parametrize("spec", [_param(s) for s in SPECS if "/milp/" in s.name])
+def test_milp_shared(benchmark, spec: BenchSpec) -> None:
+    inst = spec.make()
+    r = benchmark.pedantic(
+        lambda: hetopt.solve(inst, "max_clients", OPTS, method="milp"), rounds=1, iterations=1
+    )
+    arr = inst.arrays
+    assert r.status == Status.OPTIMAL and r.ok
+    assert r.objective_value == A.moore_hodgson(arr.upload, arr.slack).sum()
+    record(benchmark, r, clients=arr.n, greedy_gap=r.info["greedy_gap"])
