@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,10 @@ class Report:
     machine: str
     commit: str
     when: str
+
+
+def _natural(text: str) -> list[tuple[int, Any]]:
+    return [(0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", text) if p]
 
 
 def load(path: str | Path) -> Report:
@@ -82,7 +87,10 @@ def load(path: str | Path) -> Report:
         records.append(rec)
     rows = pd.DataFrame.from_records(records)
     if len(rows):
-        rows = rows.sort_values(["group", "name"], kind="stable").reset_index(drop=True)
+        # natural order: size 100 before 1000 before 5000
+        key = rows["name"].map(lambda n: tuple(_natural(str(n))))
+        rows = rows.assign(_key=key).sort_values(["group", "_key"], kind="stable")
+        rows = rows.drop(columns="_key").reset_index(drop=True)
     mi = data.get("machine_info") or {}
     cpu = mi.get("cpu") or {}
     machine = ", ".join(
