@@ -119,6 +119,7 @@ def test_packing_many_components_is_still_exact():
     one_task = solve_components(inst, "makespan", OPTS, max_tasks=1)
     many = solve_components(inst, "makespan", OPTS, max_tasks=2)
     assert many.info["partitions"] == 2
+    assert many.info["components"] == len(components(inst)) >= 3
     assert many.objective_value == pytest.approx(one_task.objective_value, rel=1e-6)
 
 

@@ -211,7 +211,8 @@ def solve_components(
             f"objective {name!r} of kind {inst.kind!r} is not known to separate over "
             "components; solve it without decomposition"
         )
-    groups = _pack(components(inst), max_tasks)
+    comps = components(inst)
+    groups = _pack(comps, max_tasks)
     subs = [inst if len(groups) == 1 else _sub_instance(inst, g) for g in groups]
     t1 = time.perf_counter()
     opts = _worker_options(options)
@@ -237,7 +238,7 @@ def solve_components(
         "decomposition": "components",
         "method": "components",
         "partitions": len(groups),
-        "components": len(groups) if len(groups) < max_tasks else "packed",
+        "components": len(comps),
         "combine": rule,
         "parts": parts_info,
         "repair_gain": 0.0,

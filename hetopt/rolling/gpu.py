@@ -319,6 +319,9 @@ def simulate(
             last_active = active.copy()
         rate = (arr.thr * X).sum(axis=1)
         run = active & (rate > 0)
+        if not run.any() and not (arrival > t + 1e-9).any():
+            log.warning("policy %s gives no active job any GPU time: stopping at %g s", policy, t)
+            break  # nothing can change any more: the rest stays unfinished
         dt = np.full(n, round_s)
         with np.errstate(divide="ignore", invalid="ignore"):
             need = np.where(run, remaining / np.where(run, rate, 1.0), np.inf)
