@@ -589,3 +589,47 @@ def test_generator_is_seeded_and_valid() -> None:
     assert a.bandwidth_budget_mbps and a.update_mb
     r = hetopt.solve(a, "max_weight", FAST)
     assert r.ok and r.info["method"] == "milp"
+
+
+# ------------------------------------------------------------------ example instances
+EXAMPLES = {
+    "pinedo_3_3_1": 3.0,  # Pinedo, Scheduling, Example 3.3.1
+    "fedcs_small": 13.0,
+    "fedcs_quotas": 5.0,
+    "parallel_budget": 11.5,
+    "oort_testing": 162.5,
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_example_instances_known_answers(name: str, instances_dir) -> None:
+    import json
+
+    path = instances_dir / "client_selection" / f"{name}.json"
+    inst = hetopt.read_instance(path)
+    raw = json.loads(path.read_text())
+    r = hetopt.solve(path, options=FAST)
+    assert r.status == Status.OPTIMAL and r.ok
+    assert r.objective_value == pytest.approx(EXAMPLES[name])
+    cl, D = raw["clients"], inst.round_deadline_s
+    if name == "pinedo_3_3_1":
+        brute = brute_shared(cl, D, False)
+    elif name == "fedcs_small":
+        brute = brute_shared(cl, D, True, lambda s: len(s) <= 5)
+    elif name == "fedcs_quotas":
+
+        def ok(s: tuple) -> bool:
+            ids = {c["id"] for c in s}
+            return (
+                len(s) <= 5
+                and "tablet-c" in ids
+                and "phone-g" not in ids
+                and any(c["group"] == "asia" for c in s)
+            )
+
+        brute = brute_shared(cl, D, False, ok)
+    elif name == "parallel_budget":
+        brute = brute_parallel(inst, True)
+    else:
+        brute = oort_brute(inst)
+    assert brute == pytest.approx(EXAMPLES[name])
