@@ -111,10 +111,19 @@ def generate_models() -> list[str]:
 
 
 def _example_files(kind: str) -> list[Path]:
+    """JSON instance files of ``kind`` under ``instances/<kind>/`` (not answer files)."""
     folder = ROOT / "instances" / kind
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.rglob("*") if p.suffix in (".json", ".yaml", ".yml"))
+    out = []
+    for path in sorted(folder.rglob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if isinstance(data, dict) and data.get("kind") == kind:
+            out.append(path)
+    return out
 
 
 BROKEN_KINDS: dict[str, str] = {}
@@ -134,6 +143,21 @@ def available_kinds() -> list[str]:
             continue
         names.append(name)
     return names
+
+
+def _record_models(model: Any) -> list[Any]:
+    """The nested pydantic models of an instance model that have a docstring."""
+    import sys
+
+    from pydantic import BaseModel
+
+    module = sys.modules[model.__module__]
+    out = []
+    for name in model.model_json_schema().get("$defs", {}):
+        cls = getattr(module, name, None)
+        if isinstance(cls, type) and issubclass(cls, BaseModel) and cls.__doc__:
+            out.append(cls)
+    return out
 
 
 def generate_kinds() -> list[str]:
@@ -175,18 +199,24 @@ def generate_kinds() -> list[str]:
             "## Instance model",
             "",
             "```{eval-rst}",
-            f".. autoclass:: {model.__module__}.{model.__qualname__}",
+            f".. autoclass:: {model.__module__}.{model.__qualname__}(**fields)",
             "   :no-members:",
             "```",
             "",
         ]
+        records = _record_models(model)
+        if records:
+            lines += ["### Records", "", "```{eval-rst}"]
+            for rec in records:
+                lines += [f".. autoclass:: {rec.__module__}.{rec.__qualname__}(**fields)", ""]
+            lines += ["```", ""]
         examples = _example_files(name)
         if examples:
             lines += ["## Example instances", ""]
             lines += [f"- `{p.relative_to(ROOT).as_posix()}`" for p in examples]
             lines.append("")
             small = min(examples, key=lambda p: p.stat().st_size)
-            if small.suffix == ".json" and small.stat().st_size <= 4000:
+            if small.stat().st_size <= 4000:
                 lines += [
                     f"The smallest, `{small.relative_to(ROOT).as_posix()}`:",
                     "",
@@ -243,7 +273,13 @@ def generate_cli() -> None:
 
     from hetopt import cli
 
-    root = click.Context(cli.main, info_name="hetopt", max_content_width=88, terminal_width=88)
+    root = click.Context(
+        cli.main,
+        info_name="hetopt",
+        max_content_width=88,
+        terminal_width=88,
+        **cli.main.context_settings,
+    )
     lines = [
         "# Command-line reference",
         "",
