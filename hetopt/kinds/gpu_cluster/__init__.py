@@ -105,6 +105,19 @@ class GpuClusterKind(Kind):
     ) -> pyo.ConcreteModel:
         arr = instance.arrays
         thr = agnostic_throughputs(arr) if agnostic else None
+        if instance.colocation and objective in ("max_min_fairness", "makespan"):
+            from .colocation import build_colocation_model
+
+            if objective == "makespan":
+                _require_steps(instance)
+            return build_colocation_model(instance, objective, thr, agnostic)
+        if instance.colocation:
+            from ..base import UsageError
+
+            raise UsageError(
+                f"objective {objective!r} does not model space sharing; use max_min_fairness "
+                "or makespan, or drop the instance's colocation list"
+            )
         if objective == "max_min_fairness":
             return F.build_max_min_fairness(arr, thr)
         if objective == "makespan":
@@ -191,12 +204,24 @@ class GpuClusterKind(Kind):
         z_scale: float = 1.0,
     ) -> Extracted:
         arr = instance.arrays
-        pairs: F.Pairs = m._pairs
-        x = raw.values(cm, m.alloc, range(len(pairs)))
-        x = np.where(np.abs(x) < 1e-10, 0.0, x)
-        X = np.zeros((arr.num_jobs, len(arr.types)))
-        X[pairs.job, pairs.type] = x
         z = raw.value(cm, m.z)
+        if hasattr(m, "_colocation"):
+            from .colocation import expand_solution, pair_tables
+
+            X, pair_vals = expand_solution(
+                arr,
+                m,
+                raw.values(cm, m.alloc, range(len(m._pairs))),
+                raw.values(cm, m.pair, range(len(m._group_cols))),
+            )
+            pairs = F.Pairs.of(arr)
+            x = X[pairs.job, pairs.type]
+        else:
+            pairs = m._pairs
+            x = raw.values(cm, m.alloc, range(len(pairs)))
+            x = np.where(np.abs(x) < 1e-10, 0.0, x)
+            X = np.zeros((arr.num_jobs, len(arr.types)))
+            X[pairs.job, pairs.type] = x
         thr_eff = V.effective_throughput(arr, X)
         share = X.sum(axis=1)
         allocation = pd.DataFrame(
@@ -206,8 +231,20 @@ class GpuClusterKind(Kind):
                 "fraction": x,
             }
         )
+        if hasattr(m, "_colocation"):
+            allocation, pair_thr, pair_share, n_pairs = pair_tables(
+                arr, m._colocation, pair_vals, allocation
+            )
+            thr_eff = thr_eff + pair_thr
+            share = share + pair_share
         jobs = pd.DataFrame({"job": arr.job_ids, "time_share": share, "throughput": thr_eff})
         info: dict[str, Any] = {}
+        if hasattr(m, "_colocation"):
+            jobs["shared_time"] = pair_share
+            info["colocated_pairs"] = n_pairs
+            info["pair_columns"] = len(m._colocation.cols)
+            info["dominated_pairs_dropped"] = m._colocation.dominated_pairs
+            info["symmetry_groups"] = len(m._groups[1])
         status = None
         termination = None
         if objective == "max_min_fairness":

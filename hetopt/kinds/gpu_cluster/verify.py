@@ -47,9 +47,12 @@ def allocation_matrix(arr: ClusterArrays, allocation: pd.DataFrame) -> tuple[np.
 
 
 def check_allocation(
-    arr: ClusterArrays, X: np.ndarray, extra_usage: np.ndarray | None = None
+    arr: ClusterArrays,
+    X: np.ndarray,
+    extra_usage: np.ndarray | None = None,
+    extra_share: np.ndarray | None = None,
 ) -> list[str]:
-    """Feasibility checks on a solo allocation matrix."""
+    """Feasibility checks on a solo allocation matrix (plus shared GPUs' usage and time)."""
     problems: list[str] = []
     if (X < -ABS_TOL).any():
         i, t = np.argwhere(X < -ABS_TOL)[0]
@@ -57,6 +60,8 @@ def check_allocation(
             f"negative fraction {X[i, t]:.3g} for job {arr.job_ids[i]} on {arr.types[t]}"
         )
     share = X.sum(axis=1)
+    if extra_share is not None:
+        share = share + extra_share
     over = share > 1 + REL_TOL
     if over.any():
         i = int(np.argmax(share))
@@ -85,17 +90,83 @@ def effective_throughput(arr: ClusterArrays, X: np.ndarray) -> np.ndarray:
     return (arr.thr * np.clip(X, 0, None)).sum(axis=1)
 
 
-def max_min_value(arr: ClusterArrays, X: np.ndarray) -> float:
+def max_min_value(arr: ClusterArrays, X: np.ndarray, extra_thr: np.ndarray | None = None) -> float:
     p = arr.proportional_throughput()
-    vals = arr.scale * effective_throughput(arr, X) / (arr.weight * p)
+    thr = effective_throughput(arr, X) + (0.0 if extra_thr is None else extra_thr)
+    vals = arr.scale * thr / (arr.weight * p)
     return float(vals.min())
 
 
-def makespan_value(arr: ClusterArrays, X: np.ndarray) -> float:
-    thr = effective_throughput(arr, X)
+def makespan_value(arr: ClusterArrays, X: np.ndarray, extra_thr: np.ndarray | None = None) -> float:
+    thr = effective_throughput(arr, X) + (0.0 if extra_thr is None else extra_thr)
     with np.errstate(divide="ignore"):
         finish = np.where(thr > 0, arr.steps / np.where(thr > 0, thr, 1), np.inf)
     return float(finish.max())
+
+
+def pair_usage(
+    instance: GpuClusterInstance, allocation: pd.DataFrame
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Throughput, time and GPUs of the co-located rows (``other_job`` not empty).
+
+    Each pair must appear from both sides with the same fraction, share a scale factor,
+    and have a co-location entry with positive throughputs for its job types on that
+    worker type; the GPUs of a pair are counted once.
+    """
+    arr = instance.arrays
+    n, T = arr.num_jobs, len(arr.types)
+    thr = np.zeros(n)
+    share = np.zeros(n)
+    gpus = np.zeros(T)
+    problems: list[str] = []
+    rates: dict[tuple[str, str, str, int], float] = {}
+    for e in instance.colocation or []:
+        a, b = e.job_types
+        ta, tb = e.throughput
+        if ta > 0 and tb > 0:
+            if a == b:
+                rates[(e.worker_type, a, a, e.scale_factor)] = 0.5 * (ta + tb)
+            else:
+                rates[(e.worker_type, a, b, e.scale_factor)] = ta
+                rates[(e.worker_type, b, a, e.scale_factor)] = tb
+    job_pos = {j: i for i, j in enumerate(arr.job_ids)}
+    type_pos = {t: k for k, t in enumerate(arr.types)}
+    other = allocation["other_job"].fillna("").astype(str)
+    rows = allocation[other != ""]
+    seen: dict[tuple[str, str, str], float] = {}
+    for job, wt, oth, f in zip(
+        rows["job"].astype(str), rows["worker_type"].astype(str), rows["other_job"].astype(str),
+        rows["fraction"].astype(float), strict=True,
+    ):  # fmt: skip
+        if job not in job_pos or oth not in job_pos or wt not in type_pos:
+            problems.append(f"pair row {job}/{oth} on {wt} names an unknown job or type")
+            continue
+        if job == oth:
+            problems.append(f"job {job} is paired with itself")
+            continue
+        i, j, w = job_pos[job], job_pos[oth], type_pos[wt]
+        if f < -ABS_TOL:
+            problems.append(f"negative pair fraction for {job}/{oth} on {wt}")
+        ji, jj = instance.jobs[i], instance.jobs[j]
+        if ji.scale_factor != jj.scale_factor:
+            problems.append(f"jobs {job} and {oth} share GPUs with different scale factors")
+            continue
+        if arr.workers[w] < ji.scale_factor:
+            problems.append(f"pair {job}/{oth} needs {ji.scale_factor} GPUs of {wt}")
+        key = (wt, ji.job_type or "", jj.job_type or "", ji.scale_factor)
+        if key not in rates:
+            problems.append(f"no usable colocation entry for {key[1]!r} + {key[2]!r} on {wt}")
+            continue
+        thr[i] += f * rates[key]
+        share[i] += f
+        gpus[w] += 0.5 * f * ji.scale_factor  # each pair has one row per side
+        seen[(job, oth, wt)] = seen.get((job, oth, wt), 0.0) + f
+    for (job, oth, wt), f in seen.items():
+        back = seen.get((oth, job, wt))
+        if back is None or not np.isclose(back, f, rtol=1e-9, atol=1e-12):
+            problems.append(f"pair {job}/{oth} on {wt} is not reported from both sides equally")
+            break
+    return thr, share, gpus, problems
 
 
 def _best(arr: ClusterArrays) -> np.ndarray:
@@ -180,13 +251,18 @@ def verify(
 ) -> Verification:
     arr = instance.arrays
     X, problems = allocation_matrix(arr, allocation)
-    problems += check_allocation(arr, X)
     checks = ["jobs_present", "nonnegative", "time_share", "capacity", "eligibility"]
+    pair_thr = pair_share = pair_gpus = None
+    if "other_job" in allocation.columns:
+        pair_thr, pair_share, pair_gpus, pp = pair_usage(instance, allocation)
+        problems += pp
+        checks.append("colocation_pairs")
+    problems += check_allocation(arr, X, pair_gpus, pair_share)
     value: float | None = None
     if objective == "max_min_fairness":
-        value = max_min_value(arr, X)
+        value = max_min_value(arr, X, pair_thr)
     elif objective == "makespan":
-        value = makespan_value(arr, X)
+        value = makespan_value(arr, X, pair_thr)
     elif objective == "max_min_fairness_water_filling":
         p = arr.proportional_throughput()
         w = _entity_weights(instance)

@@ -1,0 +1,484 @@
+"""Space sharing (two jobs on the same GPUs), aggregated by job-type pairs.
+
+See ``models/gpu_cluster_space_sharing.md``. Jobs fall into *classes*
+``(job_type, scale_factor)``; a co-location entry lets class ``a`` share GPUs of type
+``w`` with class ``b`` (same scale factor). Instead of one variable per job pair (Gavel,
+O(N^2)), each job has one variable per partner class and type, ``pair[i, b, w]``: the
+share of time job ``i`` runs next to *some* job of class ``b`` on ``w``. Link rows make
+the two sides agree (``sum_{i in a} pair[i,b,w] = sum_{j in b} pair[j,a,w]``); for a class
+paired with itself, no job may share more than all the others together
+(``2 pair[i,a,w] <= sum_{j in a} pair[j,a,w]``). :func:`disaggregate` turns an optimum
+back into per-job-pair fractions exactly (a transportation plan for ``a != b``, the
+"antipodal circle" for ``a == b``), so the aggregate loses nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyomo.environ as pyo
+
+from ...pyomo_ext import LinearRows
+from .data import ClusterArrays, GpuClusterInstance
+from .formulations import INF, Pairs, contention, makespan_reference
+
+Class = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Relation:
+    """Class ``a`` may run next to class ``b`` on type index ``w`` at ``thr`` steps/s."""
+
+    a: int
+    b: int
+    w: int
+    thr: float
+
+
+@dataclass(frozen=True)
+class PairColumns:
+    """The ``pair`` variables: column ``k`` is job ``job[k]`` next to class ``partner[k]``
+    on type ``type[k]`` at throughput ``thr[k]`` (``rel[k]`` indexes the relation)."""
+
+    job: np.ndarray
+    partner: np.ndarray
+    type: np.ndarray
+    thr: np.ndarray
+    rel: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.job)
+
+
+@dataclass(frozen=True)
+class ColocationData:
+    classes: list[Class]
+    job_class: np.ndarray  # class index per job (-1: no job_type)
+    relations: list[Relation]
+    cols: PairColumns
+    true_rates: dict[tuple[int, int, int], float]
+    """Measured pair throughputs ``(a, b, w) -> steps/s of a`` (before pruning and the
+    agnostic view): what the results report."""
+    dominated_pairs: int = 0
+    """Pair entries (per type) left out because time-slicing dominates them."""
+
+
+def colocation_data(
+    inst: GpuClusterInstance,
+    arr: ClusterArrays,
+    agnostic: bool = False,
+    thr_solo: np.ndarray | None = None,
+) -> ColocationData:
+    """Classes, usable pair relations and the pair columns of an instance.
+
+    An entry is used when both throughputs are positive, the type has at least
+    ``scale_factor`` GPUs and both classes have jobs. For a type paired with itself the
+    two numbers are averaged. ``agnostic`` replaces each relation's throughput by its
+    mean over the worker types where it exists (every type treated as equal).
+    """
+    classes: list[Class] = []
+    index: dict[Class, int] = {}
+    job_class = np.full(arr.num_jobs, -1, dtype=np.int64)
+    for i, job in enumerate(inst.jobs):
+        if job.job_type is None:
+            continue
+        key = (job.job_type, job.scale_factor)
+        if key not in index:
+            index[key] = len(classes)
+            classes.append(key)
+        job_class[i] = index[key]
+    thr_solo = arr.thr if thr_solo is None else thr_solo
+    type_pos = {t: k for k, t in enumerate(arr.types)}
+    rels: dict[tuple[int, int, int], float] = {}
+    for entry in inst.colocation or []:
+        ta, tb = entry.throughput
+        w = type_pos[entry.worker_type]
+        if ta <= 0 or tb <= 0 or arr.workers[w] < entry.scale_factor:
+            continue
+        ka = (entry.job_types[0], entry.scale_factor)
+        kb = (entry.job_types[1], entry.scale_factor)
+        if ka not in index or kb not in index:
+            continue
+        a, b = index[ka], index[kb]
+        if a == b:
+            rels[(a, a, w)] = 0.5 * (ta + tb)
+        else:
+            rels[(a, b, w)] = ta
+            rels[(b, a, w)] = tb
+    true_rates = dict(rels)
+    if agnostic:
+        sums: dict[tuple[int, int], list[float]] = {}
+        for (a, b, _w), t in rels.items():
+            sums.setdefault((a, b), []).append(t)
+        rels = {k: float(np.mean(sums[(k[0], k[1])])) for k in rels}
+    # an exact reduction: a pair whose two jobs together get no more than one GPU's worth
+    # of their solo speeds (ta / solo_a + tb / solo_b <= 1) is dominated by time-slicing
+    # the two alone on the same GPUs (same GPU-time, no more time for either job, at
+    # least the same steps), so it never helps any of these objectives.
+    solo_min = np.full((len(classes), len(arr.types)), np.inf)
+    for c in range(len(classes)):
+        members_c = job_class == c
+        solo_min[c] = np.where(arr.allowed[members_c], thr_solo[members_c], 0.0).min(axis=0)
+    dominated = set()
+    for (a, b, w), t in rels.items():
+        if (b, a, w) not in rels or solo_min[a, w] <= 0 or solo_min[b, w] <= 0:
+            continue
+        if a == b:
+            if 2 * t / solo_min[a, w] <= 1 + 1e-12:
+                dominated.add((a, b, w))
+        elif t / solo_min[a, w] + rels[(b, a, w)] / solo_min[b, w] <= 1 + 1e-12:
+            dominated.add((a, b, w))
+    pruned = len(dominated) - sum(1 for (a, b, _w) in dominated if a != b) // 2
+    rels = {k: v for k, v in rels.items() if k not in dominated}
+    relations = [Relation(a, b, w, t) for (a, b, w), t in sorted(rels.items())]
+    cols = pair_columns(relations, job_class)
+    return ColocationData(classes, job_class, relations, cols, true_rates, pruned)
+
+
+def pair_columns(relations: list[Relation], row_class: np.ndarray) -> PairColumns:
+    """One column per (row, partner class, type) for every relation of the row's class,
+    in row-major order (a row's columns are adjacent)."""
+    parts = []
+    for r, rel in enumerate(relations):
+        js = np.nonzero(row_class == rel.a)[0]
+        k = len(js)
+        parts.append((js, np.full(k, rel.b), np.full(k, rel.w), np.full(k, rel.thr), np.full(k, r)))
+    if not parts:
+        z = np.zeros(0, dtype=np.int64)
+        return PairColumns(z, z, z, np.zeros(0), z)
+    job, partner, typ, thr, rel_idx = (np.concatenate(z) for z in zip(*parts, strict=True))
+    order = np.lexsort((typ, partner, job))
+    return PairColumns(
+        job[order].astype(np.int64),
+        partner[order].astype(np.int64),
+        typ[order].astype(np.int64),
+        thr[order].astype(float),
+        rel_idx[order].astype(np.int64),
+    )
+
+
+def symmetry_groups(
+    arr: ClusterArrays, job_class: np.ndarray, thr: np.ndarray, by_steps: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Group interchangeable jobs: same class, scale factor, weight, throughputs (and steps
+    for makespan). The LPs are invariant under permuting a group's jobs and convex, so
+    averaging an optimum over those permutations gives an optimum in which every job of
+    a group has the same values: solving one representative per group (with its
+    multiplicity) is exact. Returns ``(group_of_job, representatives, multiplicity)``.
+    """
+    cols = [job_class[:, None], arr.scale[:, None], arr.weight[:, None], thr, arr.allowed]
+    if by_steps:
+        cols.append(arr.steps[:, None])
+    key = np.hstack([np.asarray(c, dtype=float) for c in cols])
+    _, reps, group_of, mult = np.unique(
+        key, axis=0, return_index=True, return_inverse=True, return_counts=True
+    )
+    return group_of.ravel().astype(np.int64), reps.astype(np.int64), mult.astype(float)
+
+
+def _subset(arr: ClusterArrays, rows: np.ndarray) -> ClusterArrays:
+    return ClusterArrays(
+        [arr.job_ids[i] for i in rows],
+        arr.types,
+        arr.thr[rows],
+        arr.scale[rows],
+        arr.weight[rows],
+        arr.steps[rows],
+        arr.workers,
+        arr.allowed[rows],
+    )
+
+
+def build_colocation_model(
+    inst: GpuClusterInstance,
+    objective: str,
+    thr: np.ndarray | None = None,
+    agnostic: bool = False,
+) -> pyo.ConcreteModel:
+    """``max_min_fairness`` or ``makespan`` with space sharing (see the module docstring).
+
+    The model's rows are :func:`symmetry_groups` of interchangeable jobs (``mult[g]``
+    jobs each). Columns: ``alloc`` (solo, one per usable (group, type)), ``pair`` (one per
+    group, partner class and type), ``self_total`` (one per class paired with itself, per
+    type) and ``z``. Rows: ``c_time``, ``c_capacity``, ``c_link``, ``c_self_total``,
+    ``c_self`` and ``c_fair`` (max-min) or ``c_progress`` (makespan).
+    """
+    arr = inst.arrays
+    thr = arr.thr if thr is None else thr
+    co = colocation_data(inst, arr, agnostic, thr)
+    group_of, reps, mult = symmetry_groups(arr, co.job_class, thr, objective == "makespan")
+    ga = _subset(arr, reps)
+    gthr = thr[reps]
+    gclass = co.job_class[reps]
+    pc = pair_columns(co.relations, gclass)
+    pairs = Pairs.of(ga)
+    n, K, Q = len(reps), len(pairs), len(pc)
+    self_rel = [r for r, rel in enumerate(co.relations) if rel.a == rel.b]
+    S = len(self_rel)
+    m = pyo.ConcreteModel(name="gpu_cluster_space_sharing")
+    m.GROUPS = pyo.RangeSet(0, n - 1)
+    m.TYPES = pyo.Set(initialize=arr.types, ordered=True)
+    m.PAIRS = pyo.RangeSet(0, K - 1)
+    m.PAIR_COLS = pyo.RangeSet(0, Q - 1)
+    m.SELF = pyo.RangeSet(0, S - 1)
+    m.alloc = pyo.Var(m.PAIRS, bounds=(0.0, 1.0))
+    m.pair = pyo.Var(m.PAIR_COLS, bounds=(0.0, 1.0))
+    m.self_total = pyo.Var(m.SELF, bounds=(0.0, None))
+    m.z = pyo.Var(bounds=(0.0, None))
+    alloc = list(m.alloc.values())
+    fits = ga.allowed[pairs.job, pairs.type]
+    for k in np.nonzero(~fits)[0]:
+        alloc[k].setub(0.0)
+    xs = [*alloc, *m.pair.values(), *m.self_total.values(), m.z]
+    P0, S0, Z = K, K + Q, K + Q + S
+    m._pairs = pairs
+    m._alloc_list = alloc
+    m._colocation = co
+    m._groups = (group_of, reps, mult)
+    m._group_cols = pc
+    ak = np.arange(K)
+    pk = P0 + np.arange(Q)
+    gm_solo = mult[pairs.job]
+    gm_pair = mult[pc.job]
+
+    # c_time[g]: sum_t alloc[g,t] + sum_{b,w} pair[g,b,w] <= 1   (each job of the group)
+    m.c_time = LinearRows.from_coo(
+        np.concatenate([pairs.job, pc.job]),
+        np.concatenate([ak, pk]),
+        np.ones(K + Q),
+        n,
+        np.full(n, -INF),
+        np.ones(n),
+        xs,
+    )
+    # c_capacity[w]: solo GPUs + scale * (pair time counted once per job pair) <= workers[w]
+    T = len(arr.types)
+    own = gclass[pc.job]
+    pair_cap = gm_pair * ga.scale[pc.job] * np.where(pc.partner == own, 0.5, 1.0)
+    first = own <= pc.partner
+    m.c_capacity = LinearRows.from_coo(
+        np.concatenate([pairs.type, pc.type[first]]),
+        np.concatenate([ak, pk[first]]),
+        np.concatenate([gm_solo * ga.scale[pairs.job], pair_cap[first]]),
+        T,
+        np.full(T, -INF),
+        arr.workers.astype(float),
+        xs,
+    )
+    # c_link[(a,b,w)], a < b: sum_{i in a} pair[i,b,w] - sum_{j in b} pair[j,a,w] = 0
+    rel_key = {(r.a, r.b, r.w): k for k, r in enumerate(co.relations)}
+    link_of = np.full(len(co.relations), -1)
+    sign = np.zeros(len(co.relations))
+    L = 0
+    for ridx, r in enumerate(co.relations):
+        if r.a < r.b and (r.b, r.a, r.w) in rel_key:
+            link_of[ridx], sign[ridx] = L, 1.0
+            link_of[rel_key[(r.b, r.a, r.w)]], sign[rel_key[(r.b, r.a, r.w)]] = L, -1.0
+            L += 1
+    sel = link_of[pc.rel] >= 0 if Q else np.zeros(0, dtype=bool)
+    m.c_link = LinearRows.from_coo(
+        link_of[pc.rel][sel],
+        pk[sel],
+        (sign[pc.rel] * gm_pair)[sel],
+        L,
+        np.zeros(L),
+        np.zeros(L),
+        xs,
+    )
+    # c_self_total[(a,w)]: sum_{i in a} pair[i,a,w] - self_total[a,w] = 0
+    # c_self[q]: 2 pair[i,a,w] - self_total[a,w] <= 0  (nobody shares more than the rest)
+    self_pos = np.full(len(co.relations), -1)
+    self_pos[self_rel] = np.arange(S)
+    sp = self_pos[pc.rel] if Q else np.zeros(0, dtype=np.int64)
+    qs = np.nonzero(sp >= 0)[0]
+    m.c_self_total = LinearRows.from_coo(
+        np.concatenate([sp[qs], np.arange(S)]),
+        np.concatenate([pk[qs], S0 + np.arange(S)]),
+        np.concatenate([gm_pair[qs], -np.ones(S)]),
+        S,
+        np.zeros(S),
+        np.zeros(S),
+        xs,
+    )
+    R = len(qs)
+    m.c_self = LinearRows.from_coo(
+        np.concatenate([np.arange(R), np.arange(R)]),
+        np.concatenate([pk[qs], S0 + sp[qs]]),
+        np.concatenate([np.full(R, 2.0), -np.ones(R)]),
+        R,
+        np.full(R, -INF),
+        np.zeros(R),
+        xs,
+    )
+    # per-group progress rows
+    if objective == "max_min_fairness":
+        kappa = contention(arr)
+        p = ga.proportional_throughput(gthr)
+        scale = kappa * ga.scale / (ga.weight * p)
+        m.kappa = pyo.Param(initialize=kappa, mutable=False)
+        name = "c_fair"
+    else:
+        t_ref = makespan_reference(arr, thr)
+        scale = t_ref / ga.steps
+        m.t_ref = pyo.Param(initialize=t_ref, mutable=False)
+        name = "c_progress"
+    rows = np.concatenate([pairs.job, pc.job, np.arange(n)])
+    cols = np.concatenate([ak, pk, np.full(n, Z)])
+    vals = np.concatenate(
+        [gthr[pairs.job, pairs.type] * scale[pairs.job], pc.thr * scale[pc.job], -np.ones(n)]
+    )
+    setattr(m, name, LinearRows.from_coo(rows, cols, vals, n, np.zeros(n), np.full(n, INF), xs))
+    m.obj = pyo.Objective(expr=m.z, sense=pyo.maximize)
+    return m
+
+
+def expand_solution(
+    arr: ClusterArrays, m: pyo.ConcreteModel, x_solo: np.ndarray, x_pair: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-job solo matrix ``X`` and per-job pair values (columns of ``co.cols``) from the
+    group model's values: every job of a group gets the group's values."""
+    group_of, _reps, _mult = m._groups
+    co: ColocationData = m._colocation
+    gp: Pairs = m._pairs
+    Xg = np.zeros((len(_reps), len(arr.types)))
+    Xg[gp.job, gp.type] = np.clip(np.where(np.abs(x_solo) < 1e-10, 0.0, x_solo), 0.0, None)
+    X = Xg[group_of]
+    gc: PairColumns = m._group_cols
+    B, T = max(len(co.classes), 1), len(arr.types)
+    gkey = (gc.job * B + gc.partner) * T + gc.type
+    jc = co.cols
+    jkey = (group_of[jc.job] * B + jc.partner) * T + jc.type
+    pos = np.searchsorted(gkey, jkey)
+    vals = np.zeros(len(jc))
+    if len(gkey):
+        ok = (pos < len(gkey)) & (gkey[np.minimum(pos, len(gkey) - 1)] == jkey)
+        vals[ok] = x_pair[pos[ok]]
+    return X, vals
+
+
+# ----------------------------------------------------------------- disaggregation
+
+
+def _transport(
+    supply: np.ndarray, demand: np.ndarray, tol: float = 1e-12
+) -> list[tuple[int, int, float]]:
+    """North-west-corner plan: ``sum_j f[i,j] = supply[i]``, ``sum_i f[i,j] = demand[j]``
+    (totals equal up to rounding; the last pieces absorb the difference)."""
+    out: list[tuple[int, int, float]] = []
+    i = j = 0
+    s = supply.astype(float).copy()
+    d = demand.astype(float).copy()
+    while i < len(s) and j < len(d):
+        f = min(s[i], d[j])
+        if f > tol:
+            out.append((i, j, float(f)))
+        s[i] -= f
+        d[j] -= f
+        if s[i] <= tol:
+            i += 1
+        if j < len(d) and d[j] <= tol:
+            j += 1
+    return out
+
+
+def _circle(deg: np.ndarray, tol: float = 1e-12) -> list[tuple[int, int, float]]:
+    """Symmetric pairing with zero diagonal and row sums ``deg`` (needs ``max <= sum/2``).
+
+    Lay the arcs ``deg[i]`` end to end on a circle of length ``S = sum(deg)`` and pair
+    every point ``x`` with ``x + S/2``: job ``i`` shares ``|{x in arc_i : x + S/2 in arc_j}|``
+    with job ``j``. Returns unordered pairs ``(i, j, f)``; each job's total is ``deg[i]``.
+    """
+    total = float(deg.sum())
+    if total <= tol:
+        return []
+    half = total / 2
+    ends = np.cumsum(deg)
+    starts = ends - deg
+    # first half [0, half) against second half shifted down by half
+    pts = np.unique(np.concatenate([[0.0, half], starts[starts < half], ends[ends < half],
+                                    starts[starts > half] - half, ends[ends > half] - half]))  # fmt: skip
+    pts = pts[(pts >= 0) & (pts <= half)]
+    out: dict[tuple[int, int], float] = {}
+    for lo, hi in itertools.pairwise(pts):
+        length = hi - lo
+        if length <= tol:
+            continue
+        mid = 0.5 * (lo + hi)
+        i = int(np.searchsorted(ends, mid, side="right"))
+        j = int(np.searchsorted(ends, mid + half, side="right"))
+        i, j = min(i, len(deg) - 1), min(j, len(deg) - 1)
+        if i == j:
+            continue  # only possible by rounding when deg[i] == S/2
+        key = (min(i, j), max(i, j))
+        out[key] = out.get(key, 0.0) + float(length)
+    return [(i, j, f) for (i, j), f in out.items()]
+
+
+def disaggregate(co: ColocationData, pair_values: np.ndarray) -> list[tuple[int, int, int, float]]:
+    """Per-job-pair fractions ``(i, j, w, f)`` (unordered, ``i != j``) from ``pair`` values.
+
+    For classes ``a < b`` on type ``w`` the supplies ``pair[i,b,w]`` (``i`` in ``a``) and
+    demands ``pair[j,a,w]`` (``j`` in ``b``) have equal totals (``c_link``): a
+    transportation plan splits them. For a class with itself, ``c_self`` guarantees
+    ``pair[i,a,w] <= sum / 2`` and :func:`_circle` pairs the jobs.
+    """
+    pc = co.cols
+    out: list[tuple[int, int, int, float]] = []
+    by_rel: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for r in np.unique(pc.rel):
+        sel = np.nonzero(pc.rel == r)[0]
+        by_rel[int(r)] = (pc.job[sel], pair_values[sel])
+    rel_key = {(rel.a, rel.b, rel.w): k for k, rel in enumerate(co.relations)}
+    for k, rel in enumerate(co.relations):
+        if k not in by_rel:
+            continue
+        jobs_a, vals_a = by_rel[k]
+        if rel.a == rel.b:
+            for i, j, f in _circle(np.clip(vals_a, 0, None)):
+                out.append((int(jobs_a[i]), int(jobs_a[j]), rel.w, f))
+        elif rel.a < rel.b:
+            other = rel_key.get((rel.b, rel.a, rel.w))
+            if other is None or other not in by_rel:
+                continue
+            jobs_b, vals_b = by_rel[other]
+            for i, j, f in _transport(np.clip(vals_a, 0, None), np.clip(vals_b, 0, None)):
+                out.append((int(jobs_a[i]), int(jobs_b[j]), rel.w, f))
+    return out
+
+
+def pair_tables(
+    arr: ClusterArrays,
+    co: ColocationData,
+    pair_values: np.ndarray,
+    solo: pd.DataFrame,
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, int]:
+    """The allocation table with pair rows, and each job's pair throughput and time.
+
+    Every job pair sharing type ``w`` for a fraction ``f`` of the time gives two rows,
+    ``(i, w, other_job=j, f)`` and ``(j, w, other_job=i, f)``, so each job's rows sum to
+    its time share; solo rows get ``other_job = ""``. Throughputs are the measured ones
+    (also when the model was solved with the agnostic view).
+    """
+    vals = np.where(pair_values > 1e-10, pair_values, 0.0)
+    plan = disaggregate(co, vals)
+    n = arr.num_jobs
+    pair_thr = np.zeros(n)
+    pair_share = np.zeros(n)
+    rows_job, rows_type, rows_other, rows_f = [], [], [], []
+    for i, j, w, f in plan:
+        for a, b in ((i, j), (j, i)):
+            pair_thr[a] += f * co.true_rates[(int(co.job_class[a]), int(co.job_class[b]), w)]
+            pair_share[a] += f
+            rows_job.append(arr.job_ids[a])
+            rows_type.append(arr.types[w])
+            rows_other.append(arr.job_ids[b])
+            rows_f.append(f)
+    solo = solo.assign(other_job="")
+    shared = pd.DataFrame(
+        {"job": rows_job, "worker_type": rows_type, "fraction": rows_f, "other_job": rows_other}
+    )
+    table = pd.concat([solo, shared], ignore_index=True) if len(shared) else solo
+    return table, pair_thr, pair_share, len(plan)
