@@ -52,6 +52,8 @@ EXACT_MAX_PAIRS = 75
 """``method="auto"`` runs the exact MILP up to 15 tasks and 75 capable task-agent pairs."""
 DIAGNOSE_CHECK_S = 10.0
 """Time limit of one feasibility check of the deletion filter."""
+MIP_START_MIN_TASKS = 8
+"""The exact MILP gets a starting solution from two decomposition rounds from this size."""
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -297,7 +299,14 @@ class HumanRobotKind(Kind):
         def extract(cm: CompiledModel, raw: RawSolution) -> Extracted:
             return self._extract(instance, objective, holder["m"], cm, raw, plan)
 
-        result, _ = run_model(self, instance, objective, options, build, extract, "auto", info)
+        def start(cm: CompiledModel) -> np.ndarray | None:
+            if arr.num_tasks < MIP_START_MIN_TASKS:
+                return None
+            return mip_start(instance, objective, holder["m"], cm, plan, options)
+
+        result, _ = run_model(
+            self, instance, objective, options, build, extract, "auto", info, start
+        )
         if result.status == Status.INFEASIBLE and diagnose:
             t0 = time.perf_counter()
             labels, minimal = deletion_filter(instance, objective, plan, options)
@@ -360,6 +369,56 @@ class HumanRobotKind(Kind):
             if raw.status == Status.OPTIMAL:
                 gap = min(gap, raw.gap if raw.gap is not None else gap)
         return Extracted(value, tables, info, bound=bound, gap=gap)
+
+
+def mip_start(
+    instance: HumanRobotInstance,
+    objective: str,
+    m: pyo.ConcreteModel,
+    cm: CompiledModel,
+    plan: F.Plan,
+    options: SolveOptions,
+) -> np.ndarray | None:
+    """A starting solution for the exact MILP from two rounds of the decomposition
+    (``None`` if they find no schedule). Every column gets a value."""
+    from .decomposition import relaxation_earliest, search
+
+    arr = instance.arrays
+    fa, fs, now = plan.fixed_agent, plan.fixed_start, plan.now_s
+    es = relaxation_earliest(arr, fa, fs, now)
+    quick = SolveOptions(time_limit_s=2.0, threads=options.threads, seed=options.seed)
+    best, _, _ = search(arr, objective, quick, fa, fs, now, es, iterations=2)
+    if best is None:
+        return None
+    _, agent_of, starts = best
+    tau = plan.time_unit_s
+    n = arr.num_tasks
+    dur = arr.duration[np.arange(n), agent_of]
+    ends = starts + dur
+    x = np.zeros(cm.num_col)
+
+    def put(var: Any, value: float) -> None:
+        j = cm.column(var)
+        if j >= 0:
+            x[j] = value
+
+    pos = {t: i for i, t in enumerate(arr.task_ids)}
+    apos = {a: k for k, a in enumerate(arr.agent_ids)}
+    for t, a in m.CAPABLE:
+        put(m.assign[t, a], float(agent_of[pos[t]] == apos[a]))
+    for t in m.TASKS:
+        put(m.start[t], starts[pos[t]] / tau)
+        put(m.finish[t], ends[pos[t]] / tau)
+    for ti, tj in m.PAIRS:
+        i, j = pos[ti], pos[tj]
+        put(m.precedes[ti, tj], float((starts[i], ends[i]) <= (starts[j], ends[j])))
+    if objective == "makespan":
+        put(m.makespan, float(ends.max()) / tau)
+    elif objective == "max_human_workload":
+        load = np.zeros(arr.num_agents)
+        np.add.at(load, agent_of, dur)
+        put(m.max_human_workload, float(load[arr.humans].max()) / tau)
+    return np.clip(x, cm.col_lower, cm.col_upper)
 
 
 def _now(now_s: Any) -> float | None:

@@ -328,32 +328,28 @@ def _earliest_slot(
     return None
 
 
-def solve_decomposition(
-    kind: HumanRobotKind,
-    instance: HumanRobotInstance,
+def search(
+    arr: TeamArrays,
     objective: str,
     options: SolveOptions,
-    fa: dict[int, int],
-    fs: dict[int, float],
+    fa: Mapping[int, int],
+    fs: Mapping[int, float],
     now: float | None,
-    info: dict[str, Any],
-) -> Result:
-    """Run the decomposition and return a verified :class:`Result`."""
-    from . import objective_of, schedule_tables, start_order
+    es: np.ndarray,
+    iterations: int = ITERATIONS,
+) -> tuple[tuple[float, np.ndarray, np.ndarray] | None, float | None, list[float | None]]:
+    """The allocate / sequence loop: (best (value, agent per task, starts) or ``None``,
+    the first allocation MILP's dual bound, the value of each iteration)."""
+    from . import objective_of, start_order
 
     t0 = time.perf_counter()
-    arr = instance.arrays
-    es = relaxation_earliest(arr, fa, fs, now)
-    dmin = arr.min_duration.copy()
-    for i, a in fa.items():
-        dmin[i] = arr.duration[i, a]
     idle = np.zeros(arr.num_agents)
     best: tuple[float, np.ndarray, np.ndarray] | None = None
     bound: float | None = None
     history: list[float | None] = []
     seen: set[bytes] = set()
     deadline = None if options.time_limit_s is None else t0 + options.time_limit_s
-    for it in range(ITERATIONS):
+    for it in range(iterations):
         agent_of, b = _allocate(arr, objective, es, fa, idle, options, it == 0)
         if it == 0:
             bound = b
@@ -392,12 +388,35 @@ def solve_decomposition(
         else:
             # the allocation could not be sequenced: make its most loaded agent look busier
             load = np.zeros(arr.num_agents)
-            np.add.at(load, agent_of, arr.duration[np.arange(arr.num_tasks), agent_of])
+            np.add.at(load, agent_of, dur)
             idle[int(np.argmax(load))] += float(np.nanmax(arr.duration))
         history.append(value)
         log.debug("decomposition iteration %d: %s", it, value)
         if deadline is not None and time.perf_counter() > deadline:
             break
+    return best, bound, history
+
+
+def solve_decomposition(
+    kind: HumanRobotKind,
+    instance: HumanRobotInstance,
+    objective: str,
+    options: SolveOptions,
+    fa: dict[int, int],
+    fs: dict[int, float],
+    now: float | None,
+    info: dict[str, Any],
+) -> Result:
+    """Run the decomposition and return a verified :class:`Result`."""
+    from . import schedule_tables
+
+    t0 = time.perf_counter()
+    arr = instance.arrays
+    es = relaxation_earliest(arr, fa, fs, now)
+    dmin = arr.min_duration.copy()
+    for i, a in fa.items():
+        dmin[i] = arr.duration[i, a]
+    best, bound, history = search(arr, objective, options, fa, fs, now, es)
     # valid lower bounds independent of the allocation MILP
     if objective == "makespan":
         path = float((es + dmin).max())

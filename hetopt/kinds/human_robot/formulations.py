@@ -254,6 +254,34 @@ def build(
     if objective == "makespan":
         m.makespan = pyo.Var(bounds=(0.0, H))
         m.c_makespan = pyo.Constraint(m.TASKS, rule=lambda m, t: m.makespan >= m.finish[t])
+        # valid inequalities that tighten the LP bound: no agent and no location can be
+        # busy for longer than the makespan
+        m.c_agent_load = pyo.Constraint(
+            m.AGENTS,
+            rule=lambda m, a: (
+                m.makespan >= sum(m.duration[t, b] * m.assign[t, b] for t, b in cap if b == a)
+            ),
+        )
+        at_loc = {
+            q: [ids[i] for i in range(n) if arr.loc[i] == q] for q in range(len(arr.locations))
+        }
+        m.LOCATIONS = pyo.Set(initialize=arr.locations, ordered=True)
+        loc_release = {
+            arr.locations[q]: 0.0 if loose else float(min(lb_start[pos[t]] for t in ts))
+            for q, ts in at_loc.items()
+        }
+        m.c_location_load = pyo.Constraint(
+            m.LOCATIONS,
+            rule=lambda m, q: (
+                m.makespan
+                >= loc_release[q]
+                + sum(
+                    m.duration[t, a] * m.assign[t, a]
+                    for t in at_loc[arr.locations.index(q)]
+                    for a in by_task[t]
+                )
+            ),
+        )
         m.obj = pyo.Objective(expr=m.makespan, sense=pyo.minimize)
     elif objective == "weighted_completion":
         wsum = float(arr.weight.sum())
