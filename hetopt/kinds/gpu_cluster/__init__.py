@@ -157,6 +157,8 @@ class GpuClusterKind(Kind):
             "min_cost": P.solve_min_cost,
         }
         if objective in multi:
+            if instance.colocation:
+                self.build(instance, objective, agnostic)  # raises UsageError
             return multi[objective](self, instance, options, agnostic)
         result, _ = self.solve_persistent(instance, objective, options, agnostic)
         return result
