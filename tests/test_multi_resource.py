@@ -396,3 +396,33 @@ def test_symmetry_breaking_does_not_change_the_optimum() -> None:
     a, b = solve(inst, symmetry=True), solve(inst, symmetry=False)
     assert a.objective_value == pytest.approx(b.objective_value, abs=1e-9)
     assert a.info["servers_used"] == b.info["servers_used"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_greedy_start_is_feasible_for_the_model(seed: int) -> None:
+    from hetopt.highs import compile_model
+    from hetopt.kinds.multi_resource import formulations as F
+    from hetopt.kinds.multi_resource import heuristic as H
+
+    inst = generate(20 + 8 * seed, 4 + seed, seed=seed)
+    arr = inst.arrays
+    _, preferred = KIND._config_bound(inst, EXACT)
+    packing = H.greedy_packing(arr, preferred)
+    assert packing is not None
+    assert sorted(j for j, _, _ in packing) == list(range(arr.num_jobs))
+    m = F.build_max_total_throughput(arr)
+    cm = compile_model(m)
+    x = H.start_vector(arr, m, cm, packing)
+    assert x is not None
+    ax = cm.A @ x
+    assert (ax >= cm.row_lower - 1e-7).all() and (ax <= cm.row_upper + 1e-7).all()
+    assert (x >= cm.col_lower - 1e-9).all() and (x <= cm.col_upper + 1e-9).all()
+    assert np.allclose(x[cm.integrality == 1], np.round(x[cm.integrality == 1]))
+    res = solve(inst)
+    assert res.objective_value >= x[cm.column(m.total_throughput)] - 1e-9
+
+
+def test_warm_start_does_not_change_the_optimum() -> None:
+    inst = generate(30, 4, seed=21)
+    a, b = solve(inst, warm_start=True), solve(inst, warm_start=False)
+    assert a.objective_value == pytest.approx(b.objective_value, abs=1e-9)

@@ -25,6 +25,7 @@ from ...result import Result, Verification
 from ...status import Status
 from ..base import Extracted, Kind, Objective, UsageError, finish
 from . import formulations as F
+from . import heuristic as H
 from . import verify as V
 from .data import Job, MultiResourceInstance, Profile, Server
 
@@ -54,6 +55,8 @@ class MultiResourceKind(Kind):
         "(default true)",
         "symmetry": "order identical servers by GPUs used (default true)",
         "config_bound": "also solve the configuration-only knapsack bound (default true)",
+        "warm_start": "start HiGHS from a greedy packing of the knapsack's configurations "
+        "(default true)",
     }
 
     def build(
@@ -71,11 +74,13 @@ class MultiResourceKind(Kind):
         fragmentation: bool = True,
         symmetry: bool = True,
         config_bound: bool = True,
+        warm_start: bool = True,
     ) -> Result:
         for flag, v in (
             ("fragmentation", fragmentation),
             ("symmetry", symmetry),
             ("config_bound", config_bound),
+            ("warm_start", warm_start),
         ):
             if not isinstance(v, bool):
                 raise UsageError(f"parameter {flag} must be true or false, got {v!r}")
@@ -86,8 +91,6 @@ class MultiResourceKind(Kind):
         cm = compile_model(m)
         hm = HighsModel(cm)
         t2 = time.perf_counter()
-        raw = hm.solve(options)
-        solve_s = raw.solve_s
         info: dict[str, Any] = {
             "fair_share_cpus_per_gpu": arr.cpus_per_gpu,
             "fair_share_mem_gb_per_gpu": arr.mem_gb_per_gpu,
@@ -95,6 +98,24 @@ class MultiResourceKind(Kind):
             "split_jobs": len(m._layout.split_jobs),
             "symmetry_breaking": bool(symmetry),
         }
+        preferred: dict[int, int] = {}
+        if config_bound or warm_start:
+            cinfo, preferred = self._config_bound(instance, options)
+            if config_bound:
+                info.update(cinfo)
+            info["config_only_s"] = cinfo["config_only_s"]
+        if warm_start:
+            ts = time.perf_counter()
+            packing = H.greedy_packing(arr, preferred)
+            x0 = H.start_vector(arr, m, cm, packing) if packing is not None else None
+            if x0 is not None:
+                hm.set_start(x0)
+                info["start_throughput"] = float(x0[cm.column(m.total_throughput)])
+            else:
+                info["start_throughput"] = None
+            info["start_s"] = time.perf_counter() - ts
+        raw = hm.solve(options)
+        solve_s = raw.solve_s
         final = raw
         if fragmentation and raw.status == Status.OPTIMAL and raw.x is not None:
             final, frag_info = self._fragmentation_solve(m, cm, hm, raw, options)
@@ -102,8 +123,6 @@ class MultiResourceKind(Kind):
             info.update(frag_info)
         elif fragmentation:
             info["fragmentation_status"] = "skipped: throughput not proven optimal"
-        if config_bound:
-            info.update(self._config_bound(instance, options))
 
         def extract(c: CompiledModel, r: RawSolution) -> Extracted:
             return self.extract(instance, m, c, r)
@@ -173,15 +192,27 @@ class MultiResourceKind(Kind):
         tput = m._tput
         return float(a @ tput[lay.assign_prof] + ch @ tput[lay.choice_prof])
 
-    def _config_bound(self, instance: MultiResourceInstance, options: SolveOptions) -> dict:
-        cmod = F.build_config_only(instance.arrays)
-        raw = HighsModel(compile_model(cmod)).solve(options)
+    def _config_bound(
+        self, instance: MultiResourceInstance, options: SolveOptions
+    ) -> tuple[dict[str, Any], dict[int, int]]:
+        """Solve the configuration-only knapsack: its bound and its profile per job."""
+        t0 = time.perf_counter()
+        arr = instance.arrays
+        cmod = F.build_config_only(arr)
+        ccm = compile_model(cmod)
+        raw = HighsModel(ccm).solve(options)
         out: dict[str, Any] = {"config_only_status": str(raw.status)}
         if raw.status == Status.OPTIMAL and raw.objective is not None:
             out["config_only_bound"] = float(raw.objective)
         elif raw.bound is not None and np.isfinite(raw.bound):
             out["config_only_bound"] = float(raw.bound)
-        return out
+        preferred: dict[int, int] = {}
+        if raw.x is not None:
+            prof = cmod._profiles
+            chosen = raw.values(ccm, cmod.choice, range(len(prof))) > 0.5
+            preferred = {int(arr.prof_job[p]): int(p) for p in prof[chosen]}
+        out["config_only_s"] = time.perf_counter() - t0
+        return out, preferred
 
     def extract(
         self,
