@@ -69,11 +69,11 @@ def bench_trace_replay(benchmark, spec: BenchSpec) -> None:  # type: ignore[no-u
 
 
 HR_CASES = [
-    # tasks, agents, mean gap between releases (s), step, lookahead, offline time limit, slow
-    (9, 3, 15.0, 20.0, 20.0, 60.0, False),
-    (40, 6, 10.0, 30.0, 30.0, 60.0, True),
+    # tasks, agents, batch, mean gap between batches (s), step, lookahead, offline limit, slow
+    (9, 3, 1, 15.0, 20.0, 20.0, 60.0, False),
+    (60, 5, 10, 60.0, 60.0, 0.0, 60.0, True),
 ]
-for _n, _a, _g, _st, _la, _tl, _slow in HR_CASES:
+for _n, _a, _b, _g, _st, _la, _tl, _slow in HR_CASES:
     register(
         BenchSpec(
             name=f"rolling/human_robot/makespan/{_n}x{_a}",
@@ -82,13 +82,16 @@ for _n, _a, _g, _st, _la, _tl, _slow in HR_CASES:
             size={
                 "tasks": _n,
                 "agents": _a,
+                "batch": _b,
                 "mean_gap_s": _g,
                 "step_s": _st,
                 "lookahead_s": _la,
                 "offline_time_limit_s": _tl,
             },
             slow=_slow,
-            make=lambda n=_n, a=_a, g=_g: with_release_times(hr_generate(n, a, seed=1), g, seed=1),
+            make=lambda n=_n, a=_a, b=_b, g=_g: with_release_times(
+                hr_generate(n, a, seed=1), g, seed=1, batch=b
+            ),
         )
     )
 HR_SPECS = [s for s in REGISTRY.values() if s.name.startswith("rolling/human_robot/")]
@@ -101,7 +104,7 @@ HR_SPECS = [s for s in REGISTRY.values() if s.name.startswith("rolling/human_rob
 def bench_rolling_milp(benchmark, spec: BenchSpec) -> None:  # type: ignore[no-untyped-def]
     inst = spec.make()
     size = spec.size
-    opts = SolveOptions(threads=1, time_limit_s=30.0)
+    opts = SolveOptions(threads=1, time_limit_s=20.0)  # per window
     roll = benchmark.pedantic(
         rolling_schedule,
         args=(inst, "makespan"),
