@@ -28,7 +28,7 @@ EXACT = [
     # name, tasks, agents, slow
     ("8x3", 8, 3, False),
     ("12x4", 12, 4, False),
-    ("15x5", 15, 5, True),
+    ("15x5", 15, 5, False),
 ]
 DECOMPOSITION = [("50x10", 50, 10, True), ("100x10", 100, 10, True)]
 

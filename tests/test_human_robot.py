@@ -304,3 +304,33 @@ def test_plot_gantt() -> None:
     ax = plot_gantt(r)
     assert len(ax.get_yticklabels()) == 3
     assert {t.get_text() for t in ax.get_legend().get_texts()} == {"human", "robot"}
+
+
+# ------------------------------------------------------------------ shipped instances
+ANSWERS = json.loads((SMALL.parent / "answers.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(ANSWERS))
+def test_shipped_instances_and_answers(name: str) -> None:
+    for objective, expected in ANSWERS[name].items():
+        if objective == "infeasible":
+            r = hetopt.solve(SMALL.parent / name, options=OPTS)
+            assert r.status == Status.INFEASIBLE
+            assert sorted(r.info["conflict"]) == sorted(expected)
+            continue
+        r = hetopt.solve(SMALL.parent / name, objective, OPTS)
+        assert r.status == Status.OPTIMAL and r.verification.ok
+        assert r.objective_value == pytest.approx(expected)
+
+
+def test_cli_params_method_and_fixed(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    args = ["solve", str(SMALL), "-p", "method=decomposition", "-o", str(out)]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    assert json.loads(out.read_text())["info"]["method"] == "decomposition"
+    args = ["solve", str(SMALL), "-p", 'fixed={"inspect": ["h1", 4]}', "-o", str(out)]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    rows = json.loads(out.read_text())["tables"]["schedule"]
+    assert [r["start_s"] for r in rows if r["task"] == "inspect"] == [4]
+    args = ["solve", str(SMALL), "-p", 'fixed={"inspect": ["r1", 4]}']
+    assert CliRunner().invoke(main, args).exit_code == 2
