@@ -357,3 +357,30 @@ def test_cli_plot_exit_codes(gpu_result, tmp_path):
 def test_plotting_imports_matplotlib_lazily():
     code = "import sys, hetopt.plotting; assert 'matplotlib' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+REAL = [
+    ("multicore/big_little_dag.json", {}, "gantt"),
+    ("multicore/big_little_independent.json", {"objective": "pareto"}, "pareto"),
+    ("human_robot/small.json", {}, "gantt"),
+    ("cpu_gpu/pairing.json", {}, "gantt"),
+    ("multi_resource/split_job.json", {}, "utilisation"),
+]
+
+
+@pytest.mark.parametrize(("path", "kw", "expected"), REAL, ids=[r[0] for r in REAL])
+def test_cli_plot_results_of_every_kind(path, kw, expected, tmp_path, instances_dir):
+    """Each kind's real result gets its natural plot through 'hetopt plot'."""
+    file = instances_dir / path
+    kind = path.split("/")[0]
+    if kind not in hetopt.kind_names() or not file.exists():
+        pytest.skip(f"{kind} or {path} is not in this build")
+    result = hetopt.solve(file, options=hetopt.SolveOptions(threads=1, time_limit_s=60), **kw)
+    assert result.status.has_solution
+    assert available_plots(result)[0] == expected
+    saved = tmp_path / "r.json"
+    result.to_json(saved)
+    out = tmp_path / "plot.png"
+    res = run(str(saved), "-o", str(out))
+    assert res.exit_code == 0, res.output
+    assert_png(out)
