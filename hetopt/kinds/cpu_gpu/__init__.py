@@ -70,7 +70,10 @@ class CpuGpuKind(Kind):
         def extract(cm: CompiledModel, raw: RawSolution) -> Extracted:
             return self.extract(instance, objective, holder["m"], cm, raw)
 
-        info = {"model": "pairing" if instance.slowdown else "independent"}
+        info: dict[str, Any] = {"model": "pairing" if instance.slowdown else "independent"}
+        if instance.slowdown and any(p.divisible for p in instance.programs):
+            # the pairing model runs programs whole
+            info["divisible_ignored"] = sum(p.divisible for p in instance.programs)
         result, _ = run_model(self, instance, objective, options, build, extract, "auto", info)
         return result
 
