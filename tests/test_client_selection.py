@@ -486,6 +486,22 @@ def test_infeasible_statuses() -> None:
     assert hetopt.solve(inst, "max_clients").status == Status.INFEASIBLE
     inst = make(clients, deadline=50.0, max_clients=1, must_include=["c0", "c1"])
     assert hetopt.solve(inst, "max_clients").status == Status.INFEASIBLE
+    # a quota on a group none of whose members can upload in time (no solver needed)
+    late2 = {"id": "late2", "ready_s": 49.0, "upload_s": 5.0, "group": "slow"}
+    inst = make([*clients, late2], deadline=50.0, group_min={"slow": 1})
+    r = hetopt.solve(inst, "max_clients", method="milp")
+    assert r.status == Status.INFEASIBLE and "group_min.slow" in r.termination
+
+
+def test_quota_member_without_samples_can_fill_a_testing_quota() -> None:
+    clients = [
+        {"id": "a", "ready_s": 1.0, "upload_s": 1.0, "samples": {"x": 5}, "group": "big"},
+        {"id": "b", "ready_s": 7.0, "upload_s": 1.0, "group": "small"},
+    ]
+    inst = make(clients, class_targets={"x": 3}, group_min={"small": 1})
+    r = hetopt.solve(inst, "min_duration", FAST)
+    assert r.status == Status.OPTIMAL and r.ok
+    assert r.objective_value == 8.0  # b must take part, and it needs 7 + 1 s
 
 
 def test_selection_table_lists_every_client_and_verifier_catches_tampering() -> None:

@@ -114,6 +114,20 @@ def _precheck(inst: ClientSelectionInstance, objective: str) -> str | None:
     nf = int(arr.forced.sum())
     if inst.max_clients is not None and nf > inst.max_clients:
         return f"must_include lists {nf} clients > max_clients = {inst.max_clients}"
+    if inst.group_min:
+        if objective == "min_duration":
+            sa = SampleArrays.from_instance(inst)
+            eligible = np.zeros(arr.n, dtype=bool)
+            eligible[F.testing_members(inst, sa)] = True
+        elif inst.uplink == "shared":
+            eligible = (arr.allowed & arr.can_finish) | arr.forced
+        else:
+            eligible = (arr.allowed & F.parallel_feasible(inst)) | arr.forced
+        gpos = {g: j for j, g in enumerate(arr.groups)}
+        for g, q in inst.group_min.items():
+            have = int(np.sum(eligible & (arr.group == gpos[g])))
+            if have < q:
+                return f"group_min.{g} = {q} but only {have} client(s) of group {g!r} can take part"
     if objective == "min_duration" or not nf:
         return None
     ok = arr.can_finish if inst.uplink == "shared" else F.parallel_feasible(inst)

@@ -222,7 +222,8 @@ def fedcs_greedy(
 
     Repeatedly take the remaining client that adds the least elapsed time
     ``upload_s + max(0, ready_s - elapsed)``; if the round would then end after the
-    deadline, drop that client and continue. O(n log n) with two heaps (ready clients by
+    deadline, drop that client and continue (which ends the loop: every other client
+    adds at least as much). O(n log n) with two heaps (ready clients by
     ``upload_s``; not-yet-ready clients by ``ready_s + upload_s``).
 
     Returns
@@ -266,11 +267,14 @@ def fedcs_greedy(
             best, pick = wait_heap[0][0] - elapsed, wait_heap[0][1]
         if pick < 0:
             break
+        if elapsed + best > limit:
+            # FedCS drops this client and goes on, but ``elapsed`` is unchanged and every
+            # other client adds at least ``best``: none fits any more, so stop here.
+            break
         used_l[pick] = True
-        if elapsed + best <= limit:
-            elapsed += best
-            sel[pick] = True
-            count += 1
+        elapsed += best
+        sel[pick] = True
+        count += 1
     return sel
 
 

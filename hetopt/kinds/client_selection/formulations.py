@@ -186,9 +186,14 @@ def build_parallel(inst: ClientSelectionInstance, objective: str) -> pyo.Concret
 
 
 def testing_members(inst: ClientSelectionInstance, sa: SampleArrays) -> np.ndarray:
+    """Clients the testing model needs: allowed clients holding samples of a targeted
+    class or belonging to a ``group_min`` group, plus every must-include client."""
     arr = inst.arrays
     useful = np.zeros(arr.n, dtype=bool)
     useful[sa.client] = True
+    if inst.group_min:  # a member without useful samples can still fill a quota
+        gpos = {g: j for j, g in enumerate(arr.groups)}
+        useful |= np.isin(arr.group, [gpos[g] for g, q in inst.group_min.items() if q > 0])
     return np.flatnonzero((useful & arr.allowed) | arr.forced)
 
 
