@@ -46,6 +46,8 @@ ALLOC_TIME_S = (5.0, 2.0)
 """Time limit of the first allocation MILP (whose dual bound is reported) and of the
 later ones (the options' time limit caps both)."""
 ALLOC_GAP = 0.01
+LOCAL_SEARCH_S = 5.0
+"""Time for the reassignment local search after the iterations."""
 TOL = 1e-6
 
 
@@ -397,6 +399,77 @@ def search(
     return best, bound, history
 
 
+def _sequence(
+    arr: TeamArrays,
+    objective: str,
+    agent_of: np.ndarray,
+    fs: Mapping[int, float],
+    now: float | None,
+) -> tuple[float, np.ndarray] | None:
+    """List-schedule one allocation (earliest-start order) and left-shift it."""
+    from . import objective_of, start_order
+
+    dur = arr.duration[np.arange(arr.num_tasks), agent_of]
+    cand = list_schedule(arr, agent_of, fs, now)
+    if cand is None:
+        return None
+    shifted = earliest_schedule(arr, agent_of, start_order(cand, cand + dur), fs, now)
+    if shifted is not None:
+        cand = shifted
+    return objective_of(arr, objective, agent_of, cand), cand
+
+
+def improve(
+    arr: TeamArrays,
+    objective: str,
+    best: tuple[float, np.ndarray, np.ndarray],
+    fa: Mapping[int, int],
+    fs: Mapping[int, float],
+    now: float | None,
+    budget_s: float,
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """Reassignment local search: move one task that ends last (makespan) or costs most
+    (weighted completion) to another capable agent, re-sequence, keep the first
+    improvement; stop when no move improves or the time is up."""
+    if objective == "max_human_workload":
+        return best  # its value depends on the allocation only, which the MILP optimised
+    t_end = time.perf_counter() + budget_s
+    value, agent_of, starts = best
+    improved = True
+    while improved and time.perf_counter() < t_end:
+        improved = False
+        dur = arr.duration[np.arange(arr.num_tasks), agent_of]
+        ends = starts + dur
+        cost = ends if objective == "makespan" else arr.weight * ends
+        # tasks of the agent(s) and location(s) that finish last, then the costliest
+        late = set(np.nonzero(ends >= ends.max() - TOL)[0].tolist())
+        crit_agents = {int(agent_of[i]) for i in late}
+        crit_locs = {int(arr.loc[i]) for i in late if arr.loc[i] >= 0}
+        cands = [
+            int(i)
+            for i in np.argsort(-cost)
+            if int(agent_of[i]) in crit_agents or int(arr.loc[i]) in crit_locs
+        ][:12]
+        cands += [int(i) for i in np.argsort(-cost)[:6] if int(i) not in cands]
+        for i in cands:
+            if i in fa:
+                continue
+            for b in np.nonzero(arr.capable[i])[0]:
+                if b == agent_of[i] or time.perf_counter() > t_end:
+                    continue
+                trial = agent_of.copy()
+                trial[i] = b
+                got = _sequence(arr, objective, trial, fs, now)
+                if got is not None and got[0] < value - TOL:
+                    value, starts = got
+                    agent_of = trial
+                    improved = True
+                    break
+            if improved:
+                break
+    return value, agent_of, starts
+
+
 def solve_decomposition(
     kind: HumanRobotKind,
     instance: HumanRobotInstance,
@@ -417,6 +490,13 @@ def solve_decomposition(
     for i, a in fa.items():
         dmin[i] = arr.duration[i, a]
     best, bound, history = search(arr, objective, options, fa, fs, now, es)
+    if best is not None:
+        budget = LOCAL_SEARCH_S
+        if options.time_limit_s is not None:
+            budget = max(0.0, min(budget, t0 + options.time_limit_s - time.perf_counter()))
+        before = best[0]
+        best = improve(arr, objective, best, fa, fs, now, budget)
+        info["local_search_gain"] = before - best[0]
     # valid lower bounds independent of the allocation MILP
     if objective == "makespan":
         path = float((es + dmin).max())
