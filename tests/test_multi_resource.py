@@ -37,26 +37,40 @@ def fair_share(job: dict, cpg: float, mpg: float) -> float:
     return max(ok, default=0.0)
 
 
-def brute_force(data: dict) -> float | None:
-    """Best total throughput by enumerating every profile and server for every job.
+def splits(g: int, caps: list[int]) -> list[tuple[int, ...]]:
+    """Every way to put ``g`` GPUs on servers with ``caps`` GPUs (whole GPUs)."""
+    return [v for v in itertools.product(*(range(c + 1) for c in caps)) if sum(v) == g]
 
-    Only for jobs that fit on one server. ``None`` when nothing is feasible.
+
+def brute_force(data: dict) -> float | None:
+    """Best total throughput by enumerating every profile and placement of every job.
+
+    A job with more GPUs than the largest server is enumerated over every split of its GPUs
+    (CPUs and memory proportional to the GPUs on each server); other jobs over every single
+    server. ``None`` when nothing is feasible.
     """
     servers, jobs = data["servers"], data["jobs"]
     G = sum(s["gpus"] for s in servers)
     cpg = sum(s["cpus"] for s in servers) / G
     mpg = sum(s["mem_gb"] for s in servers) / G
+    caps_g = [s["gpus"] for s in servers]
+    biggest = max(caps_g)
+    S = len(servers)
     floors = [fair_share(j, cpg, mpg) for j in jobs]
     options = []
     for j, fl in zip(jobs, floors, strict=True):
-        opts = [(p, s) for p in j["profile"] if p["throughput"] >= fl for s in range(len(servers))]
-        options.append(opts)
+        if j["gpus"] <= biggest:
+            places = [tuple(j["gpus"] if t == s else 0 for t in range(S)) for s in range(S)]
+        else:
+            places = splits(j["gpus"], caps_g)
+        options.append([(p, v) for p in j["profile"] if p["throughput"] >= fl for v in places])
+    cap = np.array([[s["gpus"], s["cpus"], s["mem_gb"]] for s in servers])
     best = None
     for combo in itertools.product(*options):
-        used = np.zeros((len(servers), 3))
-        for j, (p, s) in zip(jobs, combo, strict=True):
-            used[s] += (j["gpus"], j["gpus"] * p["cpus_per_gpu"], j["gpus"] * p["mem_gb_per_gpu"])
-        cap = np.array([[s["gpus"], s["cpus"], s["mem_gb"]] for s in servers])
+        used = np.zeros((S, 3))
+        for p, v in combo:
+            n = np.array(v, dtype=float)
+            used += np.stack([n, n * p["cpus_per_gpu"], n * p["mem_gb_per_gpu"]], axis=1)
         if (used <= cap + 1e-9).all():
             val = sum(p["throughput"] for p, _ in combo)
             best = val if best is None else max(best, val)
@@ -117,6 +131,31 @@ def test_single_server_matches_brute_force(seed: int) -> None:
 def test_small_clusters_match_brute_force(seed: int) -> None:
     rng = np.random.default_rng(100 + seed)
     data = random_data(rng, int(rng.integers(2, 5)), int(rng.integers(2, 4)))
+    check_against(data, brute_force(data))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_split_jobs_match_brute_force(seed: int) -> None:
+    # a job larger than every server, split in whole GPUs with proportional CPUs and memory
+    rng = np.random.default_rng(300 + seed)
+    data = random_data(rng, int(rng.integers(1, 3)), 1)
+    S = int(rng.integers(2, 4))
+    data["servers"] = [
+        {
+            "id": f"s{s}",
+            "gpus": 4,
+            "cpus": float(rng.integers(8, 17)),
+            "mem_gb": float(rng.choice([250.0, 400.0, 500.0])),
+        }
+        for s in range(S)
+    ]
+    for j in data["jobs"]:
+        j["gpus"] = 1
+    big = random_data(rng, 1, 1)["jobs"][0]
+    big.update(id="big", gpus=int(rng.integers(5, 4 * S - 1)))
+    data["jobs"].append(big)
+    inst = MultiResourceInstance.from_dict(data)
+    assert inst.arrays.is_split().any()
     check_against(data, brute_force(data))
 
 
