@@ -1,13 +1,18 @@
-"""Trace replay for ``gpu_cluster`` policies (Gavel's simulator loop, fluid progress).
+"""Trace replay for ``gpu_cluster`` policies (Gavel's simulator loop).
 
 Time advances in rounds of ``round_s`` seconds (Gavel: 360 s). At each round boundary
 the jobs that have arrived join, finished jobs leave and, when that set changed, the
-policy is re-solved (Gavel recomputes on arrivals and completions). During the round
-every active job runs at its allocated effective throughput
-``sum_t X[i,t] * thr[i,t]`` steps/s (*fluid* progress: the time-sharing inside a
-round is not placed onto individual GPUs, because a round-based placement module is not
-available in hetopt yet); a job that finishes inside a round records its exact fluid
-finish time, and its GPUs stay idle until the next boundary, as in Gavel.
+policy is re-solved (Gavel recomputes on arrivals and completions). Then, for the round:
+
+* ``progress="rounds"`` (default when :mod:`hetopt.rounds` is available): Gavel's round
+  mechanism (:class:`hetopt.rounds.RoundScheduler`, priority = allocated / received
+  share) picks which jobs run on which GPU type; a chosen job runs at its full
+  throughput ``thr[i,t]`` on that type for the round;
+* ``progress="fluid"``: every active job runs at its allocated effective throughput
+  ``sum_t X[i,t] * thr[i,t]`` steps/s (time-sharing inside a round is not placed).
+
+A job that finishes inside a round records its exact finish time; its GPUs stay idle
+until the next boundary, as in Gavel.
 
 ``max_min_fairness`` re-solves one persistent LP over all jobs of the trace, switching
 jobs on and off by bounds (:class:`~hetopt.decompose.maxmin.PersistentMaxMin`); other
@@ -243,6 +248,33 @@ class _KindPolicy(_Policy):
         return np.clip(X, 0.0, 1.0), float(res.objective_value or 0.0)
 
 
+def _progress_mode(progress: str) -> str:
+    if progress != "auto":
+        if progress == "rounds":
+            import hetopt.rounds  # fails loudly if it is missing
+        return progress
+    try:
+        import hetopt.rounds  # noqa: F401
+    except ImportError:  # pragma: no cover - depends on the installed version
+        return "fluid"
+    return "rounds"
+
+
+def _round_scheduler(inst: Any, round_s: float) -> Any:
+    from ..rounds import RoundScheduler
+
+    scale = {j.id: j.scale_factor for j in inst.jobs}
+    return RoundScheduler(inst.workers, scale, {}, round_s)
+
+
+def _alloc_map(arr: Any, X: np.ndarray, active: np.ndarray) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for i in np.nonzero(active)[0]:
+        row = {arr.types[k]: float(X[i, k]) for k in np.nonzero(X[i] > 1e-9)[0]}
+        out[arr.job_ids[i]] = row
+    return out
+
+
 def simulate(
     records: Sequence[Mapping[str, Any]],
     workers: Mapping[str, int],
@@ -253,6 +285,7 @@ def simulate(
     table: Any = None,
     persistent: bool = True,
     max_rounds: int = 1_000_000,
+    progress: str = "auto",
 ) -> SimResult:
     """Replay a trace under a ``gpu_cluster`` policy and measure job completion times.
 
@@ -276,6 +309,11 @@ def simulate(
         Keep max-min fairness in one live LP (else re-build every re-solve).
     max_rounds
         Stop after this many rounds (unfinished jobs get NaN times).
+    progress
+        ``"rounds"``: every round :class:`hetopt.rounds.RoundScheduler` picks which jobs
+        run on which type (Gavel's priorities), and a chosen job runs at its full
+        throughput on that type; ``"fluid"``: every active job runs at its allocated
+        effective throughput. ``"auto"``: rounds when :mod:`hetopt.rounds` is available.
 
     Returns
     -------
@@ -285,6 +323,9 @@ def simulate(
     """
     if not round_s > 0:
         raise UsageError(f"round_s must be > 0, got {round_s}")
+    if progress not in ("auto", "rounds", "fluid"):
+        raise UsageError(f"progress must be 'auto', 'rounds' or 'fluid', got {progress!r}")
+    mode = _progress_mode(progress)
     options = options or SolveOptions(threads=1)
     inst = trace_instance(records, workers, table)
     arr = inst.arrays
@@ -305,6 +346,9 @@ def simulate(
     busy_gpu_s = 0.0
     last_active: np.ndarray | None = None
     X = np.zeros((n, len(arr.types)))
+    sched = _round_scheduler(inst, round_s) if mode == "rounds" else None
+    type_pos = {t: k for k, t in enumerate(arr.types)}
+    job_pos = {j: i for i, j in enumerate(arr.job_ids)}
     while not done.all() and rounds < max_rounds:
         active = (arrival <= t + 1e-9) & ~done
         if not active.any():
@@ -317,9 +361,22 @@ def simulate(
             latencies.append(time.perf_counter() - t0)
             levels.append(level)
             last_active = active.copy()
-        rate = (arr.thr * X).sum(axis=1)
+            if sched is not None:
+                sched.set_allocation(_alloc_map(arr, X, active))
+        if sched is None:
+            rate = (arr.thr * X).sum(axis=1)
+            share = X.sum(axis=1)
+        else:  # the jobs Gavel's round mechanism picks run full speed on their type
+            rate = np.zeros(n)
+            share = np.zeros(n)
+            placed = sched.next_round().placements
+            for j, tname in zip(placed["job"], placed["worker_type"], strict=True):
+                i = job_pos[str(j)]
+                if active[i] and share[i] == 0:
+                    rate[i] = arr.thr[i, type_pos[str(tname)]]
+                    share[i] = 1.0
         run = active & (rate > 0)
-        if not run.any() and not (arrival > t + 1e-9).any():
+        if not run.any() and not (arrival > t + 1e-9).any() and sched is None:
             log.warning("policy %s gives no active job any GPU time: stopping at %g s", policy, t)
             break  # nothing can change any more: the rest stays unfinished
         dt = np.full(n, round_s)
@@ -327,11 +384,14 @@ def simulate(
             need = np.where(run, remaining / np.where(run, rate, 1.0), np.inf)
         ends = run & (need <= round_s)
         dt[ends] = need[ends]
-        busy_gpu_s += float((arr.scale[run] * X[run].sum(axis=1) * dt[run]).sum())
+        busy_gpu_s += float((arr.scale[run] * share[run] * dt[run]).sum())
         remaining[run] -= rate[run] * dt[run]
         finish[ends] = t + need[ends]
         remaining[ends] = 0.0
         done |= ends
+        if sched is not None:
+            for k in np.nonzero(ends)[0].tolist():
+                sched.remove_job(arr.job_ids[k])
         t += round_s
         rounds += 1
     jct = finish - arrival
@@ -368,7 +428,7 @@ def simulate(
         "solve_latency_p95_over_round": float(np.percentile(lat, 95)) / round_s,
         "policy": policy,
         "agnostic": bool(agnostic),
-        "progress_model": "fluid",
+        "progress_model": mode,
     }
     return SimResult(jobs, summary, latencies, levels)
 
