@@ -334,3 +334,21 @@ def test_cli_params_method_and_fixed(tmp_path: Path) -> None:
     assert [r["start_s"] for r in rows if r["task"] == "inspect"] == [4]
     args = ["solve", str(SMALL), "-p", 'fixed={"inspect": ["r1", 4]}']
     assert CliRunner().invoke(main, args).exit_code == 2
+
+
+def test_replan_with_decomposition_keeps_started_tasks() -> None:
+    inst = generate(20, 5, 2)
+    opts = OPTS.replace(time_limit_s=4)
+    first = hetopt.solve(inst, "makespan", opts, method="decomposition")
+    assert first.verification.ok
+    now = float(first.schedule["start_s"].median())
+    again = replan(inst, first, now_s=now, options=opts, method="decomposition")
+    assert again.status in (Status.OPTIMAL, Status.FEASIBLE) and again.verification.ok
+    old = first.schedule.set_index("task")
+    new = again.schedule.set_index("task")
+    for t in old.index:
+        if old.loc[t, "start_s"] < now:
+            assert new.loc[t, "start_s"] == pytest.approx(old.loc[t, "start_s"])
+            assert new.loc[t, "agent"] == old.loc[t, "agent"]
+        else:
+            assert new.loc[t, "start_s"] >= now - 1e-9

@@ -442,6 +442,8 @@ def _candidate_rows(
     out: list[tuple[str, str, list[Any]]] = []
     for t in m.c_release:
         i = pos[t]
+        if m.release[t] <= 0:
+            continue  # start >= 0 is a variable bound anyway
         if plan.now_s is not None and plan.now_s > arr.release[i]:
             label, text = f"now_s[{t}]", f"{t} cannot start before now ({plan.now_s:g} s)"
         else:
