@@ -182,6 +182,7 @@ def test_milp_matches_moore_hodgson(n: int, seed: int) -> None:
     inst = make(clients, deadline=1000.0)
     arr = inst.arrays
     want = int(A.moore_hodgson(arr.upload, arr.slack).sum())
+    assert want == A.max_on_time_count(arr.upload, arr.slack)  # a second exact algorithm
     r = hetopt.solve(inst, "max_clients", FAST, method="milp")
     assert r.status == Status.OPTIMAL and r.ok, r.verification
     assert r.objective_value == want
@@ -298,6 +299,15 @@ def _big_instance(n: int, seed: int) -> ClientSelectionInstance:
     return make(clients, deadline=3000.0)
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_moore_hodgson_matches_count_dp(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    p = rng.lognormal(0, 1, n)
+    d = rng.uniform(0, 40, n)
+    assert A.moore_hodgson(p, d).sum() == A.max_on_time_count(p, d)
+
+
 def _check_big(n: int, limit_s: float) -> None:
     inst = _big_instance(n, 5)
     arr = inst.arrays
@@ -307,9 +317,11 @@ def _check_big(n: int, limit_s: float) -> None:
     assert r.info["method"] == "moore_hodgson" and r.status == Status.OPTIMAL
     assert r.ok, r.verification
     assert len(r.tables["selection"]) == n
-    # an independent lower bound: the ERD prefix of FedCS's greedy is feasible
+    # independent checks: FedCS's greedy is a lower bound; the count DP is exact
     g = A.fedcs_greedy(arr.ready, arr.upload, arr.deadline)
     assert r.objective_value >= g.sum()
+    if n <= 100_000:
+        assert r.objective_value == A.max_on_time_count(arr.upload, arr.slack, A.REL_TOL * 3000.0)
     assert elapsed < limit_s, f"fast path took {elapsed:.1f} s"
 
 

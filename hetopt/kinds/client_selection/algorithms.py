@@ -391,3 +391,27 @@ def integer_assignment(
     q = np.zeros(m)
     np.add.at(q, pc, best)
     return float(np.max(fixed + sample_s * q)), best
+
+
+def max_on_time_count(p: np.ndarray, d: np.ndarray, tol: float = 0.0) -> int:
+    """Largest number of on-time jobs by a dynamic program over counts (an oracle).
+
+    ``G[k]`` = least total processing time of ``k`` on-time jobs among those seen so far
+    (earliest-due-date order); job ``j`` can extend a set of ``k`` iff
+    ``G[k] + p_j <= d_j``. Exact for real-valued data, O(n * answer) vectorised over
+    ``k``: an independent check of :func:`moore_hodgson`, not a fast path.
+    """
+    p = np.asarray(p, dtype=float)
+    d = np.asarray(d, dtype=float)
+    order = np.lexsort((p, d))
+    G = np.full(len(p) + 1, np.inf)
+    G[0] = 0.0
+    kmax = 0
+    for j in order.tolist():
+        cand = G[: kmax + 1] + p[j]
+        ok = cand <= d[j] + tol
+        cur = G[1 : kmax + 2]
+        G[1 : kmax + 2] = np.where(ok, np.minimum(cur, cand), cur)
+        if ok[kmax]:
+            kmax += 1
+    return kmax
