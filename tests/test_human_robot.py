@@ -352,3 +352,14 @@ def test_replan_with_decomposition_keeps_started_tasks() -> None:
             assert new.loc[t, "agent"] == old.loc[t, "agent"]
         else:
             assert new.loc[t, "start_s"] >= now - 1e-9
+
+
+def test_time_limit_status_is_honest() -> None:
+    inst = generate(15, 5, 3)
+    r = hetopt.solve(inst, "weighted_completion", OPTS.replace(time_limit_s=0.2), method="exact")
+    assert r.status in (Status.OPTIMAL, Status.FEASIBLE, Status.NO_SOLUTION)
+    if r.status == Status.FEASIBLE:
+        assert r.verification.ok and r.bound is not None and r.bound <= r.objective_value
+        assert r.gap == pytest.approx((r.objective_value - r.bound) / r.objective_value)
+    if r.status == Status.OPTIMAL:
+        assert r.gap is not None and r.gap <= 1e-4

@@ -60,7 +60,8 @@ def relaxation_earliest(
     for i, a in fa.items():
         dmin[i] = dmax[i] = arr.duration[i, a]
     starts, cycle = task_network(arr, dmin, dmax, fs, now).longest_paths()
-    assert starts is not None and cycle is None  # the pre-check ran before
+    if starts is None or cycle is not None:  # the pre-check ran before: cannot happen
+        raise RuntimeError("the temporal relaxation has a positive cycle")
     return starts
 
 

@@ -299,7 +299,8 @@ def build(
                 >= sum(m.duration[t, a] * m.assign[t, a] for t, a in cap if a == h)
             ),
         )
-        assert hum, "max_human_workload needs a human"
+        if not hum:
+            raise ValueError("objective 'max_human_workload' needs an agent of type 'human'")
         m.obj = pyo.Objective(expr=m.max_human_workload, sense=pyo.minimize)
     else:
         raise KeyError(objective)
