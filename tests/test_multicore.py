@@ -400,3 +400,18 @@ def test_pareto_time_limit_is_honest() -> None:
     if r.status == Status.FEASIBLE:
         assert r.ok and "time limit" in r.termination
         assert len(r.tables["pareto"]) >= 1
+
+
+def test_limits_as_parameters() -> None:
+    path = ROOT / "instances/multicore/deadline_energy.json"
+    data = json.loads(path.read_text())
+    data.pop("deadline_s")
+    free = hetopt.solve(data, "energy", EXACT)
+    via_param = hetopt.solve(data, "energy", EXACT, deadline_s=9)
+    assert via_param.objective_value == pytest.approx(27.2)
+    assert free.objective_value <= via_param.objective_value + 1e-9
+    assert via_param.ok
+    budget = hetopt.solve(data, "makespan", EXACT, energy_budget_j=28.0)
+    assert budget.objective_value == pytest.approx(8.0) and budget.ok
+    with pytest.raises(InstanceError, match="deadline_s"):
+        hetopt.solve(data, "energy", EXACT, deadline_s=-1.0)

@@ -64,6 +64,8 @@ class MulticoreKind(Kind):
         "warm_start": "start HiGHS from a list schedule (default true)",
         "symmetry": "order the busy time of interchangeable cores (default true)",
         "pareto_points": "most points of the Pareto front (default 25)",
+        "deadline_s": "every task ends by then (overrides the instance's deadline_s)",
+        "energy_budget_j": "energy at most this (overrides the instance's energy_budget_j)",
     }
 
     def build(
@@ -72,10 +74,13 @@ class MulticoreKind(Kind):
         objective: str,
         formulation: str = "auto",
         symmetry: bool = True,
+        deadline_s: float | None = None,
+        energy_budget_j: float | None = None,
         **_: Any,
     ) -> pyo.ConcreteModel:
         from .solve import make_plan
 
+        instance = with_limits(instance, deadline_s, energy_budget_j)
         arr = instance.arrays
         plan = make_plan(arr, objective, formulation, best_list_schedule(arr), symmetry)
         return F.build(arr, plan)
@@ -90,9 +95,12 @@ class MulticoreKind(Kind):
         warm_start: bool = True,
         symmetry: bool = True,
         pareto_points: int = 25,
+        deadline_s: float | None = None,
+        energy_budget_j: float | None = None,
     ) -> Result:
         from .solve import solve
 
+        instance = with_limits(instance, deadline_s, energy_budget_j)
         for flag, val in (
             ("relaxation", relaxation),
             ("warm_start", warm_start),
@@ -116,6 +124,22 @@ class MulticoreKind(Kind):
 
     def verify(self, instance: MulticoreInstance, result: Result) -> Verification:
         return V.verify(instance, result.objective, result.objective_value, dict(result.tables))
+
+
+def with_limits(
+    instance: MulticoreInstance, deadline_s: float | None, energy_budget_j: float | None
+) -> MulticoreInstance:
+    """The instance with ``deadline_s`` / ``energy_budget_j`` replaced (validated)."""
+    if deadline_s is None and energy_budget_j is None:
+        return instance
+    data = instance.to_dict()
+    if deadline_s is not None:
+        data["deadline_s"] = float(deadline_s) if isinstance(deadline_s, int) else deadline_s
+    if energy_budget_j is not None:
+        data["energy_budget_j"] = (
+            float(energy_budget_j) if isinstance(energy_budget_j, int) else energy_budget_j
+        )
+    return MulticoreInstance.from_dict(data)
 
 
 KIND = MulticoreKind()
