@@ -603,6 +603,10 @@ def test_cli_generate_solve_and_bad_file(tmp_path) -> None:
 
     d = json.loads(res.output)
     assert d["info"]["method"] == "moore_hodgson" and len(d["tables"]["selection"]) == 60
+    res = runner.invoke(main, ["solve", str(out), "-p", "method=greedy"])
+    assert res.exit_code == 0 and "fedcs_greedy" in res.output
+    res = runner.invoke(main, ["solve", str(out), "-p", "method=lp_round"])
+    assert res.exit_code == 2 and "lp_round" in res.output
     bad = tmp_path / "bad.json"
     bad.write_text(out.read_text().replace('"round_deadline_s": 300.0', '"round_deadline_s": 0'))
     res = runner.invoke(main, ["solve", str(bad)])

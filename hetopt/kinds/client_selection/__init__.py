@@ -436,7 +436,10 @@ class ClientSelectionKind(Kind):
             )
             q = np.zeros(arr.n)
             np.add.at(q, S[pc[nz]], take[nz])
-            sel = tables["selection"]
+            # upload times do not apply to testing: keep the columns that do
+            sel = tables["selection"][["client", "group", "selected", "ready_s", "upload_s"]]
+            sel = sel.assign(sample_s=arr.sample_s)
+            tables["selection"] = sel
             sel["test_samples"] = q.astype(np.int64)
             sel["duration_s"] = np.where(mask, arr.ready + arr.upload + arr.sample_s * q, np.nan)
             tables["class_samples"] = cs

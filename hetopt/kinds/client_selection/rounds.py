@@ -150,8 +150,9 @@ def run_rounds(
                 t = res.tables["selection"]
                 pos = np.flatnonzero(avail)
                 sel[pos] = t["selected"].to_numpy(dtype=bool)
-                start[pos] = t["upload_start_s"].to_numpy(dtype=float)
-                finish[pos] = t["finish_s"].to_numpy(dtype=float)
+                if "upload_start_s" in t.columns:  # not for min_duration
+                    start[pos] = t["upload_start_s"].to_numpy(dtype=float)
+                    finish[pos] = t["finish_s"].to_numpy(dtype=float)
         times_sel += sel
         for g in quota:
             done[g] += int(np.sum(sel & (groups == g)))
