@@ -94,6 +94,16 @@ def test_components_equal_monolithic(seed, objective):
     assert set(dec.tables["jobs"]["job"]) == {j.id for j in inst.jobs}
 
 
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(3, 25))
+def test_components_equal_monolithic_property(seed, n):
+    inst = multi_component(seed, n=n)
+    mono = hetopt.solve(inst, "max_min_fairness", OPTS)
+    dec = solve_components(inst, "max_min_fairness", OPTS)
+    assert dec.objective_value == pytest.approx(mono.objective_value, rel=1e-6)
+    assert dec.verification.ok
+
+
 def test_components_agnostic_matches_monolithic():
     inst = multi_component(7)
     mono = hetopt.solve(inst, "max_min_fairness", OPTS, agnostic=True)
