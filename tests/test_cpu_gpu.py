@@ -357,3 +357,14 @@ def test_pairing_many_random_against_brute_force(seed: int) -> None:
     data = {"kind": "cpu_gpu", "devices": devices(1, 1), "programs": progs, "slowdown": slow}
     res = solve(CpuGpuInstance.from_dict(data))
     assert res.objective_value == pytest.approx(brute_pairing(data), rel=1e-6)
+
+
+def test_pairing_runs_divisible_programs_whole() -> None:
+    inst = generate(8, 1, 1, seed=9, divisible_fraction=0.6, slowdown_pairs=10)
+    assert any(p.divisible for p in inst.programs)
+    res = solve(inst)
+    assert res.status == Status.OPTIMAL and res.verification.ok
+    assert res.info["divisible_ignored"] == sum(p.divisible for p in inst.programs)
+    sched = res.tables["schedule"]
+    assert (sched["fraction"] == 1.0).all()
+    assert sorted(sched["program"]) == sorted(p.id for p in inst.programs)
