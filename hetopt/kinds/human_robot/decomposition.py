@@ -12,6 +12,9 @@
    next allocation MILP, so work moves away from agents that wait a lot. The best
    verified schedule is kept.
 
+The allocation MILPs stop at wall-clock limits (``ALLOC_TIME_S``), so on a loaded machine
+the schedule found can differ from run to run; the bound stays valid either way.
+
 The reported ``bound`` is a valid lower bound: the first allocation MILP's dual bound
 (every schedule's makespan is at least every agent's load), the critical path of the
 temporal relaxation and the load of every location, whichever is largest (for
@@ -46,8 +49,10 @@ ALLOC_TIME_S = (5.0, 2.0)
 """Time limit of the first allocation MILP (whose dual bound is reported) and of the
 later ones (the options' time limit caps both)."""
 ALLOC_GAP = 0.01
-LOCAL_SEARCH_S = 5.0
-"""Time for the reassignment local search after the iterations."""
+LOCAL_SEARCH_S = 30.0
+"""Time cap of the reassignment local search after the iterations."""
+LOCAL_SEARCH_MOVES = 600
+"""Move evaluations of the local search (the cap that normally binds: reproducible)."""
 TOL = 1e-6
 
 
@@ -437,7 +442,8 @@ def improve(
     t_end = time.perf_counter() + budget_s
     value, agent_of, starts = best
     improved = True
-    while improved and time.perf_counter() < t_end:
+    moves = 0
+    while improved and time.perf_counter() < t_end and moves < LOCAL_SEARCH_MOVES:
         improved = False
         dur = arr.duration[np.arange(arr.num_tasks), agent_of]
         ends = starts + dur
@@ -458,6 +464,9 @@ def improve(
             for b in np.nonzero(arr.capable[i])[0]:
                 if b == agent_of[i] or time.perf_counter() > t_end:
                     continue
+                if moves >= LOCAL_SEARCH_MOVES:
+                    break
+                moves += 1
                 trial = agent_of.copy()
                 trial[i] = b
                 got = _sequence(arr, objective, trial, fs, now)
