@@ -31,7 +31,7 @@ def plot_gantt(result: Any, ax: Any = None) -> Any:
     df = result.tables["schedule"]
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 1 + 0.5 * max(1, df["device"].nunique())))
-    devices = list(dict.fromkeys(df["device"]))
+    devices = sorted(dict.fromkeys(df["device"]))
     programs = list(dict.fromkeys(df["program"]))
     cmap = plt.get_cmap("tab20")
     for r in df.itertuples():
