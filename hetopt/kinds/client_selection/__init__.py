@@ -443,12 +443,14 @@ class ClientSelectionKind(Kind):
             sel["test_samples"] = q.astype(np.int64)
             sel["duration_s"] = np.where(mask, arr.ready + arr.upload + arr.sample_s * q, np.nan)
             tables["class_samples"] = cs
+            t_ref = float(pyo.value(m.t_ref))
             if raw.bound is not None:
-                bound = min(raw.bound * float(pyo.value(m.t_ref)), value)
-                if raw.status == Status.OPTIMAL and value > bound * (1 + 1e-6) + 1e-9:
-                    # the continuous-sample optimum was proven; whole samples cost a little
-                    status = Status.FEASIBLE
-                    termination = "selection optimal with fractional samples; whole-sample gap"
+                bound = min(raw.bound * t_ref, value)
+            milp_value = (raw.objective or 0.0) * t_ref
+            if raw.status == Status.OPTIMAL and value > milp_value * (1 + 1e-7) + 1e-9:
+                # the continuous-sample optimum was proven; whole samples cost a little
+                status = Status.FEASIBLE
+                termination = "selection optimal with fractional samples; whole-sample gap"
         else:
             value = _count_value(inst, objective, mask)
             if raw.bound is not None:

@@ -92,24 +92,29 @@ def moore_hodgson(p: np.ndarray, d: np.ndarray, tol: float = 0.0) -> np.ndarray:
     """
     p = np.asarray(p, dtype=float)
     d = np.asarray(d, dtype=float)
-    n = len(p)
-    keep = np.zeros(n, dtype=bool)
+    keep = np.zeros(len(p), dtype=bool)
     cand = np.flatnonzero(p <= d + tol)  # a job longer than its due date is never on time
     order = cand[np.lexsort((p[cand], d[cand]))]
-    ps = p[order].tolist()
+    ps_arr = p[order]
+    # the heap holds ranks by processing time (ints compare faster than tuples)
+    by_rank = np.argsort(ps_arr, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[by_rank] = np.arange(len(order))
+    ps = ps_arr.tolist()
     ds = (d[order] + tol).tolist()
-    heap: list[tuple[float, int]] = []
-    push, pop = heapq.heappush, heapq.heappop
+    neg_rank = (-rank).tolist()
+    br = by_rank.tolist()
+    heap: list[int] = []
+    push, pushpop = heapq.heappush, heapq.heappushpop
     total = 0.0
     for k, pk in enumerate(ps):
         total += pk
-        push(heap, (-pk, k))
-        if total > ds[k]:
-            neg, _ = pop(heap)
-            total += neg
+        if total > ds[k]:  # drop the longest job so far (possibly job k itself)
+            total -= ps[br[-pushpop(heap, neg_rank[k])]]
+        else:
+            push(heap, neg_rank[k])
     if heap:
-        ks = np.fromiter((k for _, k in heap), dtype=np.int64, count=len(heap))
-        keep[order[ks]] = True
+        keep[order[by_rank[-np.asarray(heap, dtype=np.int64)]]] = True
     return keep
 
 
