@@ -244,7 +244,8 @@ class GpuClusterKind(Kind):
         if hasattr(m, "_colocation"):
             jobs["shared_time"] = pair_share
             info["colocated_pairs"] = n_pairs
-            info["pair_columns"] = len(m._colocation.cols)
+            info["pair_columns"] = len(m._group_cols)  # in the LP (one per symmetry group)
+            info["pair_columns_per_job"] = len(m._colocation.cols)
             info["dominated_pairs_dropped"] = m._colocation.dominated_pairs
             info["symmetry_groups"] = len(m._groups[1])
         status = None

@@ -179,19 +179,6 @@ def symmetry_groups(
     return group_of.ravel().astype(np.int64), reps.astype(np.int64), mult.astype(float)
 
 
-def _subset(arr: ClusterArrays, rows: np.ndarray) -> ClusterArrays:
-    return ClusterArrays(
-        [arr.job_ids[i] for i in rows],
-        arr.types,
-        arr.thr[rows],
-        arr.scale[rows],
-        arr.weight[rows],
-        arr.steps[rows],
-        arr.workers,
-        arr.allowed[rows],
-    )
-
-
 def build_colocation_model(
     inst: GpuClusterInstance,
     objective: str,
@@ -210,7 +197,7 @@ def build_colocation_model(
     thr = arr.thr if thr is None else thr
     co = colocation_data(inst, arr, agnostic, thr)
     group_of, reps, mult = symmetry_groups(arr, co.job_class, thr, objective == "makespan")
-    ga = _subset(arr, reps)
+    ga = arr.subset(reps)
     gthr = thr[reps]
     gclass = co.job_class[reps]
     pc = pair_columns(co.relations, gclass)

@@ -190,6 +190,19 @@ class ClusterArrays:
     def num_jobs(self) -> int:
         return len(self.job_ids)
 
+    def subset(self, rows: np.ndarray) -> ClusterArrays:
+        """The same cluster with only the jobs ``rows`` (e.g. one per symmetry group)."""
+        return ClusterArrays(
+            [self.job_ids[i] for i in rows],
+            self.types,
+            self.thr[rows],
+            self.scale[rows],
+            self.weight[rows],
+            self.steps[rows],
+            self.workers,
+            self.allowed[rows],
+        )
+
     def proportional_throughput(self, thr: np.ndarray | None = None) -> np.ndarray:
         """Gavel's ``p_i = sum_t thr[i,t] * workers[t] / sum_t workers[t]``."""
         thr = self.thr if thr is None else thr

@@ -37,11 +37,13 @@ class Pairs:
         return len(self.job)
 
 
-def _base(arr: ClusterArrays, pairs: Pairs) -> pyo.ConcreteModel:
+def _base(arr: ClusterArrays, pairs: Pairs, mult: np.ndarray | None = None) -> pyo.ConcreteModel:
     """Sets, the allocation variables, ``z`` and the two resource constraints.
 
     Pairs whose type has fewer GPUs than the job's ``scale_factor`` get a column with
-    upper bound 0, so a capacity change in a persistent model can open them.
+    upper bound 0, so a capacity change in a persistent model can open them. ``mult``
+    (optional) makes each row of ``arr`` stand for ``mult[i]`` identical jobs (their
+    GPUs count ``mult`` times in ``c_capacity``).
     """
     m = pyo.ConcreteModel(name="gpu_cluster")
     n, K = arr.num_jobs, len(pairs)
@@ -67,7 +69,7 @@ def _base(arr: ClusterArrays, pairs: Pairs) -> pyo.ConcreteModel:
     m.c_capacity = LinearRows.from_coo(
         pairs.type,
         cols,
-        arr.scale[pairs.job],
+        arr.scale[pairs.job] * (1.0 if mult is None else mult[pairs.job]),
         T,
         np.full(T, -INF),
         arr.workers.astype(float),
@@ -87,9 +89,10 @@ def _per_job_rows(m: pyo.ConcreteModel, pairs: Pairs, n: int, coef: np.ndarray) 
     )
 
 
-def contention(arr: ClusterArrays) -> float:
+def contention(arr: ClusterArrays, mult: np.ndarray | None = None) -> float:
     """Scale factor that keeps the max-min objective O(1): GPUs wanted / GPUs present."""
-    return max(1.0, float(arr.scale.sum() / arr.workers.sum()))
+    wanted = arr.scale.sum() if mult is None else (arr.scale * mult).sum()
+    return max(1.0, float(wanted / arr.workers.sum()))
 
 
 def max_min_coefficients(
@@ -102,19 +105,23 @@ def max_min_coefficients(
 
 
 def build_max_min_fairness(
-    arr: ClusterArrays, thr: np.ndarray | None = None, weight: np.ndarray | None = None
+    arr: ClusterArrays,
+    thr: np.ndarray | None = None,
+    weight: np.ndarray | None = None,
+    mult: np.ndarray | None = None,
 ) -> pyo.ConcreteModel:
     """Gavel's heterogeneity-aware max-min fairness LP.
 
     ``thr`` overrides the throughputs used to *allocate* (the agnostic baseline);
-    ``weight`` overrides the job weights (entity weights in water-filling). The
+    ``weight`` overrides the job weights (entity weights in water-filling); ``mult``
+    makes row ``i`` stand for ``mult[i]`` identical jobs (symmetry groups). The
     objective variable is ``z = kappa * min_i value_i`` with ``kappa`` =
     :func:`contention`, so it is O(1) however oversubscribed the cluster is.
     """
     thr = arr.thr if thr is None else thr
     pairs = Pairs.of(arr)
-    m = _base(arr, pairs)
-    kappa = contention(arr)
+    m = _base(arr, pairs, mult)
+    kappa = contention(arr, mult)
     m.kappa = pyo.Param(initialize=kappa, mutable=False)
     coef = max_min_coefficients(arr, thr, weight)[pairs.job, pairs.type] * kappa
     # c_fair[i]: sum_t kappa * scale_i * thr[i,t] / (weight_i * p_i) * alloc[i,t] >= z

@@ -189,10 +189,19 @@ def solve_water_filling(
     the loop ends after at most ``N`` levels; no MILP, no big-M.
     """
     t_start = time.perf_counter()
-    arr = inst.arrays
-    thr = allocation_throughputs(arr, agnostic)
-    w = entity_weights(inst)
-    m, cm, hm, timings = _compile(lambda: F.build_max_min_fairness(arr, thr, w))
+    full = inst.arrays
+    thr_full = allocation_throughputs(full, agnostic)
+    w_full = entity_weights(inst)
+    # interchangeable jobs (same scale, weight, throughputs): the leximin value vector is
+    # unique on a convex set, so identical jobs get identical values; solve one row per group
+    key = np.hstack([full.scale[:, None], w_full[:, None], thr_full, full.allowed])
+    _, reps, group_of, mult = np.unique(
+        key, axis=0, return_index=True, return_inverse=True, return_counts=True
+    )
+    group_of = group_of.ravel()
+    arr = full.subset(reps)
+    thr, w, mult = thr_full[reps], w_full[reps], mult.astype(float)
+    m, cm, hm, timings = _compile(lambda: F.build_max_min_fairness(arr, thr, w, mult))
     n = arr.num_jobs
     pairs: F.Pairs = m._pairs
     K = len(pairs)
@@ -288,7 +297,7 @@ def solve_water_filling(
         "levels": len(level_values),
         "lp_solves": lps + check_lps,
         "check_lps": check_lps,
-        "jobs_frozen_by_duals": dual_certified,
+        "groups_frozen_by_duals": dual_certified,
         "level_tolerance": LEVEL_TOL,
         "entity_weights": any(j.entity is not None for j in inst.jobs),
         "lp_method": "ipm (no crossover)",
@@ -298,10 +307,14 @@ def solve_water_filling(
             kind, inst, "max_min_fairness_water_filling", status, termination,
             None, None, None, {}, info, timings, t_start,
         )  # fmt: skip
-    X = _x_matrix(arr, pairs, x_best[acols])
+    X = _x_matrix(arr, pairs, x_best[acols])[group_of]
+    level_of = level_of[group_of]
+    arr, w = full, w_full
+    pairs = F.Pairs.of(full)
     p = arr.proportional_throughput()
     values = arr.scale * V.effective_throughput(arr, X) / (w * p)
     value = float(values.min())
+    info["symmetry_groups"] = len(reps)
     info["level_values_first"] = [float(v) for v in level_values[:10]]
     bound = gap = None
     if status == Status.OPTIMAL and not agnostic and level_values:
