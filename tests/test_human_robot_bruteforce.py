@@ -111,17 +111,38 @@ def _earliest(n: int, arcs: list[tuple[int, int, float]]) -> list[float] | None:
     return None
 
 
-def brute_force(inst: dict[str, Any], global_orders: bool) -> dict[str, float | None]:
+def brute_force(
+    inst: dict[str, Any],
+    global_orders: bool,
+    fixed: dict[str, tuple[str, float]] | None = None,
+    now: float | None = None,
+) -> dict[str, float | None]:
+    """Optimal values of the three objectives (``None``: no schedule exists).
+
+    ``fixed`` tasks keep their agent and start (their release no longer applies);
+    the others start at or after ``now``.
+    """
     tasks, agents = inst["tasks"], inst["agents"]
+    fixed = fixed or {}
     n = len(tasks)
     pos = {t["id"]: i for i, t in enumerate(tasks)}
     tr = _travel(inst)
     base: list[tuple[int, int, float]] = []
     for i, t in enumerate(tasks):
-        base.append((n, i, float(t.get("release_s", 0.0))))
+        if t["id"] in fixed:
+            f = fixed[t["id"]][1]
+            base += [(n, i, f), (i, n, -f)]
+        else:
+            base.append((n, i, max(float(t.get("release_s", 0.0)), now or 0.0)))
     best = dict.fromkeys(OBJECTIVES, math.inf)
     options = [
-        [k for k, a in enumerate(agents) if _duration(inst, t, a) is not None] for t in tasks
+        [
+            k
+            for k, a in enumerate(agents)
+            if _duration(inst, t, a) is not None
+            and (t["id"] not in fixed or fixed[t["id"]][0] == a["id"])
+        ]
+        for t in tasks
     ]
     humans = [k for k, a in enumerate(agents) if a["type"] == "human"]
     for assign in itertools.product(*options):
@@ -215,3 +236,24 @@ def test_generator_covers_infeasible_cases() -> None:
         for s in range(5)
     )
     assert found >= 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_brute_force_replanning(seed: int) -> None:
+    """Re-planning: the first tasks of an optimal plan stay put, the rest start after now."""
+    inst = random_instance(200 + seed, 5, 2, shared_locations=True)
+    first = hetopt.solve(inst, "makespan", OPTS, method="exact", diagnose=False)
+    if first.status != Status.OPTIMAL:
+        pytest.skip("infeasible draw")
+    sched = first.schedule.sort_values("start_s")
+    now = float(sched["start_s"].iloc[2]) + 0.5
+    fixed = {
+        str(t): (str(a), float(s))
+        for t, a, s in zip(sched["task"], sched["agent"], sched["start_s"], strict=True)
+        if s < now
+    }
+    expected = brute_force(inst, True, fixed, now)
+    for obj in OBJECTIVES:
+        r = hetopt.solve(inst, obj, OPTS, method="exact", fixed=fixed, now_s=now, diagnose=False)
+        assert r.status == Status.OPTIMAL and r.verification.ok, (obj, r)
+        assert r.objective_value == pytest.approx(expected[obj], abs=1e-6), obj
