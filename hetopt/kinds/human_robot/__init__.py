@@ -302,7 +302,10 @@ class HumanRobotKind(Kind):
         def start(cm: CompiledModel) -> np.ndarray | None:
             if arr.num_tasks < MIP_START_MIN_TASKS:
                 return None
-            return mip_start(instance, objective, holder["m"], cm, plan, options)
+            t0 = time.perf_counter()
+            x0 = mip_start(instance, objective, holder["m"], cm, plan, options)
+            info["mip_start_s"] = time.perf_counter() - t0  # inside transfer_s
+            return x0
 
         result, _ = run_model(
             self, instance, objective, options, build, extract, "auto", info, start
@@ -522,6 +525,8 @@ def deletion_filter(
         for r, lo, hi in saved:
             h.changeRowBounds(r, lo, hi)
         keep.append((label, text))
+    if not keep:  # the soft constraints are not the cause (should not happen)
+        minimal = False
     return keep, minimal
 
 
