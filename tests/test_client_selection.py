@@ -516,6 +516,19 @@ def test_quota_member_without_samples_can_fill_a_testing_quota() -> None:
     assert r.objective_value == 8.0  # b must take part, and it needs 7 + 1 s
 
 
+def test_time_limit_is_an_honest_status() -> None:
+    inst = generate(3000, seed=1, groups=3, time_resolution_s=None)
+    d = {**inst.to_dict(), "group_min": {"g0": 5}, "max_clients": 200}
+    r = hetopt.solve(d, "max_weight", SolveOptions(threads=1, time_limit_s=0.05))
+    if r.status == Status.OPTIMAL:  # a fast machine: then it must be proven
+        assert r.gap is not None and r.gap <= 1e-4 and r.ok
+    elif r.status == Status.FEASIBLE:
+        assert r.ok and r.bound >= r.objective_value - 1e-9 and r.gap is not None
+    else:
+        assert r.status == Status.NO_SOLUTION and r.objective_value is None
+        assert r.bound is None or r.bound > 0
+
+
 def test_selection_table_lists_every_client_and_verifier_catches_tampering() -> None:
     clients = random_clients(15, 2, deadline=120.0)
     inst = make(clients, deadline=120.0, exclude=["c3"])

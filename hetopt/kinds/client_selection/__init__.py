@@ -393,6 +393,16 @@ class ClientSelectionKind(Kind):
             return self._extract(inst, objective, holder["m"], cm, raw)
 
         result, _ = run_model(self, inst, objective, options, build, extract, "auto", info)
+        if not result.status.has_solution and result.bound is not None:
+            # no extraction ran: the solver's bound is still in the model's scaled units
+            m = holder["m"]
+            if objective == "min_duration":
+                scale = float(pyo.value(m.t_ref))
+            elif objective == "max_weight":
+                scale = float(pyo.value(m.weight_scale))
+            else:
+                scale = 1.0
+            result = replace(result, bound=result.bound * scale)
         return result
 
     def _extract(
