@@ -161,6 +161,22 @@ def test_plot_gantt_colour_mapping_and_other_column_names(tmp_path):
     assert_png(save(ax, tmp_path / "gantt2.png"))
 
 
+def test_plot_gantt_colour_by_task_attribute_keeps_resource_order():
+    df = pd.DataFrame(
+        {
+            "job": ["a", "b", "a", "c"],
+            "gpu": ["v100-10", "k80-2", "k80-9", "v100-1"],
+            "start_s": [0.0, 0.0, 1.0, 1.0],
+            "end_s": [1.0, 1.0, 2.0, 2.0],
+        }
+    )
+    ax = plot_gantt(df, color_by="job")
+    rows = [t.get_text() for t in ax.get_yticklabels()]
+    assert rows == ["k80-2", "k80-9", "v100-1", "v100-10"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b", "c"]
+    plt.close(ax.figure)
+
+
 def test_plot_gantt_errors():
     with pytest.raises(hetopt.UsageError, match="resource column"):
         plot_gantt(pd.DataFrame({"task": ["a"], "start_s": [0.0], "end_s": [1.0]}))

@@ -257,10 +257,16 @@ def plot_gantt(
         groups = np.array([str(color_by.get(r, r)) for r in res], dtype=object)
         legend_title = "group"
 
-    group_of: dict[str, str] = {}
+    groups_of: dict[str, set[str]] = {}
     for r, g in zip(res, groups, strict=True):
-        group_of.setdefault(r, g)
-    rows = sorted(group_of, key=lambda r: (_natural_key(group_of[r]), _natural_key(r)))
+        groups_of.setdefault(r, set()).add(g)
+    if all(len(gs) == 1 for gs in groups_of.values()):
+        # a resource attribute (core type, agent type): rows grouped by it
+        rows = sorted(
+            groups_of, key=lambda r: (_natural_key(next(iter(groups_of[r]))), _natural_key(r))
+        )
+    else:  # a task attribute (e.g. the job): rows in natural resource order
+        rows = sorted(groups_of, key=_natural_key)
     row_of = {r: i for i, r in enumerate(rows)}
     group_names = sorted(set(groups), key=_natural_key)
     cmap = _pyplot().get_cmap("tab10" if len(group_names) <= 10 else "tab20")
