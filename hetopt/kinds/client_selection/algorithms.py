@@ -420,3 +420,50 @@ def max_on_time_count(p: np.ndarray, d: np.ndarray, tol: float = 0.0) -> int:
         if ok[kmax]:
             kmax += 1
     return kmax
+
+
+def coverage_lower_bound(
+    fixed: np.ndarray,
+    sample_s: np.ndarray,
+    targets: np.ndarray,
+    pc: np.ndarray,
+    pk: np.ndarray,
+    cnt: np.ndarray,
+    lo: float,
+    hi: float,
+    iters: int = 30,
+) -> float:
+    """A lower bound on Oort's testing duration that ignores the client cap.
+
+    Within a duration ``T`` every client with ``fixed_i <= T`` could give
+    ``floor((T - fixed_i) / sample_s_i)`` whole samples; if even all of them together
+    cannot meet the targets (a max-flow), no selection finishes by ``T``. Bisection on
+    ``[lo, hi]`` returns the largest ``T`` proven infeasible (``lo`` if none is), a
+    valid lower bound on the whole-sample optimum. ``pc`` indexes ``fixed``.
+    """
+    targets = np.asarray(targets, dtype=np.int64)
+    cnt = np.asarray(cnt, dtype=np.int64)
+    need = int(targets.sum())
+    held = np.zeros(len(fixed), dtype=np.int64)
+    np.add.at(held, pc, cnt)
+
+    def feasible(T: float) -> bool:
+        room = np.where(
+            sample_s > 0,
+            np.floor((T - fixed) / np.where(sample_s > 0, sample_s, 1.0) + 1e-9),
+            held,
+        )
+        caps = np.where(fixed <= T, np.clip(np.minimum(room, held), 0, None), 0)
+        return _max_flow(targets, pc, pk, cnt, caps.astype(np.int64))[0] >= need
+
+    if need == 0 or hi <= lo or feasible(lo):
+        return lo
+    for _ in range(iters):
+        if hi - lo <= 1e-7 * max(abs(hi), 1.0):
+            break
+        mid = 0.5 * (lo + hi)
+        if feasible(mid):
+            hi = mid
+        else:
+            lo = mid
+    return lo
