@@ -699,7 +699,9 @@ def solve_decomposed(
     With ``partitions=1``, or when the instance has at least ``partitions`` connected
     components, the exact component decomposition is used (same optimum as the
     monolithic solve). Otherwise a ``gpu_cluster`` max-min instance is split into
-    ``partitions`` parts with ``method`` (``"stratified"`` or ``"pop"``).
+    ``partitions`` parts with ``method`` (``"stratified"`` or ``"pop"``), and a
+    ``multi_resource`` instance into ``partitions`` server groups each solved as its own
+    MILP (:mod:`hetopt.decompose.multi_resource`).
 
     Parameters
     ----------
@@ -740,6 +742,11 @@ def solve_decomposed(
         raise UsageError(
             f"unknown decomposition method {method!r}; expected one of: {', '.join(METHODS)}"
         )
+    if inst.kind == "multi_resource" and partitions > 1:
+        from .multi_resource import solve_partitioned_multi_resource
+
+        with executor_for(workers, scheduler_address, executor) as ex:
+            return solve_partitioned_multi_resource(inst, partitions, options, ex, seed, **params)
     if inst.kind not in SEPARABLE:
         raise UsageError(f"decomposition is not available for kind {inst.kind!r}")
     with executor_for(workers, scheduler_address, executor) as ex:
