@@ -28,6 +28,7 @@ from hetopt import Result, SolveOptions, Status
 from hetopt.decompose import solve_decomposed
 from hetopt.executors import executor_for, warm_up
 from hetopt.kinds.gpu_cluster import GpuClusterInstance, generate
+from hetopt.kinds.multi_resource.generate import generate as mr_generate
 
 BIG_WORKERS = "k80=2752,p100=2720,v100=2720"  # 8,192 GPUs
 TARGETS = {4: 0.99, 16: 0.97}
@@ -159,4 +160,58 @@ def bench_decompose_components(benchmark) -> None:  # type: ignore[no-untyped-de
     assert result.objective_value == pytest.approx(mono.objective_value, rel=1e-6)
     record(
         benchmark, result, monolithic_wall_s=mono_wall, speedup_serial=mono_wall / result.runtime_s
+    )
+
+
+# ----------------------------------------------------------------- multi_resource MILP
+MR_CASES = [
+    # jobs, servers, k, time limit (s, monolithic; per part for the decomposition), slow
+    (128, 16, 2, 30.0, False),
+    (2048, 256, 8, 60.0, True),
+]
+for _n, _s, _k, _tl, _slow in MR_CASES:
+    register(
+        BenchSpec(
+            name=f"decompose/multi_resource/max_total_throughput/{_n}x{_s}/k{_k}",
+            kind="multi_resource",
+            objective="max_total_throughput",
+            size={"jobs": _n, "servers": _s, "partitions": _k, "time_limit_s": _tl},
+            slow=_slow,
+            make=lambda n=_n, s=_s: mr_generate(n, s, seed=0),
+        )
+    )
+MR_SPECS = [s for s in REGISTRY.values() if s.name.startswith("decompose/multi_resource/")]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [pytest.param(s, marks=[pytest.mark.slow] if s.slow else [], id=s.name) for s in MR_SPECS],
+)
+def bench_decompose_multi_resource(benchmark, spec: BenchSpec) -> None:  # type: ignore[no-untyped-def]
+    inst = spec.make()
+    tl = spec.size["time_limit_s"]
+    t0 = time.perf_counter()
+    mono = hetopt.solve(inst, options=SolveOptions(threads=1, time_limit_s=tl))
+    mono_wall = time.perf_counter() - t0
+    result = benchmark.pedantic(
+        solve_decomposed,
+        args=(inst, None, SolveOptions(threads=1, time_limit_s=tl / spec.size["partitions"])),
+        kwargs={"partitions": spec.size["partitions"]},
+        rounds=1,
+        iterations=1,
+    )
+    assert result.verification.ok, result.verification.violations
+    assert mono.status.has_solution
+    # the monolithic MILP's proven bound bounds every feasible allocation
+    assert mono.bound is not None and result.objective_value <= mono.bound * (1 + 1e-6)
+    record(
+        benchmark,
+        result,
+        monolithic_status=mono.status.value,
+        monolithic_value=mono.objective_value,
+        monolithic_bound=mono.bound,
+        monolithic_gap=mono.gap,
+        monolithic_wall_s=mono_wall,
+        ratio_to_monolithic=result.objective_value / mono.objective_value,
+        gap_to_monolithic_bound=(mono.bound - result.objective_value) / mono.bound,
     )
