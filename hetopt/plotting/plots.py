@@ -260,12 +260,14 @@ def plot_gantt(
     groups_of: dict[str, set[str]] = {}
     for r, g in zip(res, groups, strict=True):
         groups_of.setdefault(r, set()).add(g)
-    if all(len(gs) == 1 for gs in groups_of.values()):
-        # a resource attribute (core type, agent type): rows grouped by it
+    # colour by a resource attribute (a type column, a mapping): rows grouped by it;
+    # by anything else (e.g. the job): rows in natural resource order
+    by_type = not isinstance(color_by, str) or color_by in TYPE_COLUMNS
+    if by_type and all(len(gs) == 1 for gs in groups_of.values()):
         rows = sorted(
             groups_of, key=lambda r: (_natural_key(next(iter(groups_of[r]))), _natural_key(r))
         )
-    else:  # a task attribute (e.g. the job): rows in natural resource order
+    else:
         rows = sorted(groups_of, key=_natural_key)
     row_of = {r: i for i, r in enumerate(rows)}
     group_names = sorted(set(groups), key=_natural_key)
