@@ -112,6 +112,17 @@ def build_allocation(
             m.makespan >= es[i] / tau + sum(d[i, a] * m.assign[i, a] for a in by_task[i])
         ),
     )
+    # c_location_load[q]: a workspace holds one task at a time
+    m.LOCATIONS = pyo.RangeSet(0, len(arr.locations) - 1) if arr.locations else pyo.Set()
+    at = {q: [int(i) for i in np.nonzero(arr.loc == q)[0]] for q in range(len(arr.locations))}
+    m.c_location_load = pyo.Constraint(
+        m.LOCATIONS,
+        rule=lambda m, q: (
+            m.makespan
+            >= float(es[at[q]].min()) / tau
+            + sum(d[i, a] * m.assign[i, a] for i in at[q] for a in by_task[i])
+        ),
+    )
     humans = [int(a) for a in np.nonzero(arr.humans)[0]]
     if objective == "max_human_workload" and human_cap is None:
         m.max_human_workload = pyo.Var(bounds=(0, None))
@@ -435,12 +446,18 @@ def improve(
     budget_s: float,
 ) -> tuple[float, np.ndarray, np.ndarray]:
     """Reassignment local search: move one task that ends last (makespan) or costs most
-    (weighted completion) to another capable agent, re-sequence, keep the first
-    improvement; stop when no move improves or the time is up."""
+    (weighted completion) to another capable agent, re-sequence, keep the first move that
+    improves (value, sum of end times) lexicographically; stop when none does or the
+    move or time budget is spent."""
     if objective == "max_human_workload":
         return best  # its value depends on the allocation only, which the MILP optimised
     t_end = time.perf_counter() + budget_s
     value, agent_of, starts = best
+
+    def total_end(agents: np.ndarray, st: np.ndarray) -> float:
+        return float((st + arr.duration[np.arange(arr.num_tasks), agents]).sum())
+
+    tie = total_end(agent_of, starts)  # second key: lets moves cross plateaus
     improved = True
     moves = 0
     while improved and time.perf_counter() < t_end and moves < LOCAL_SEARCH_MOVES:
@@ -470,9 +487,12 @@ def improve(
                 trial = agent_of.copy()
                 trial[i] = b
                 got = _sequence(arr, objective, trial, fs, now)
-                if got is not None and got[0] < value - TOL:
+                if got is None or got[0] > value + TOL:
+                    continue
+                got_tie = total_end(trial, got[1])
+                if got[0] < value - TOL or got_tie < tie - TOL:
                     value, starts = got
-                    agent_of = trial
+                    agent_of, tie = trial, got_tie
                     improved = True
                     break
             if improved:
