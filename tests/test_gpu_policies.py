@@ -133,6 +133,16 @@ def test_water_filling_matches_textbook_leximin(seed: int, duals: bool, monkeypa
     assert r.info["levels"] >= 1
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_water_filling_symmetry_groups_match_textbook(seed: int) -> None:
+    # Gavel-generated jobs repeat (model, scale factor, weight): one LP row per group
+    inst = generate(30, "k80=12,p100=12,v100=12", seed=seed, priority_fraction=0.3)
+    r = hetopt.solve(inst, WF)
+    assert r.info["symmetry_groups"] < 30 and r.info["levels"] > 1 and r.verification.ok
+    got = np.sort(r.tables["jobs"]["normalized_throughput"].to_numpy())
+    np.testing.assert_allclose(got, leximin_reference(inst), rtol=1e-5, atol=1e-8)
+
+
 def test_water_filling_closed_form_two_levels() -> None:
     # job 0 only on a (p0 = 0.5), job 1 on a or b (p1 = 1): leximin gives job 1 all of b
     # (value 1, its time-share limit) and job 0 all of a (value 2); plain max-min only

@@ -314,6 +314,13 @@ class PersistentPolicy:
         agnostic: bool = False,
     ):
         self.objective = KIND.resolve_objective(instance, objective)
+        if self.objective not in ("max_min_fairness", "makespan") or instance.colocation:
+            from ..base import UsageError
+
+            raise UsageError(
+                "PersistentPolicy keeps max_min_fairness or makespan without space sharing "
+                "in one live model; solve other objectives (or colocation) with hetopt.solve"
+            )
         self.options = options or SolveOptions()
         self.agnostic = agnostic
         self._instance0 = instance
