@@ -415,3 +415,13 @@ def test_limits_as_parameters() -> None:
     assert budget.objective_value == pytest.approx(8.0) and budget.ok
     with pytest.raises(InstanceError, match="deadline_s"):
         hetopt.solve(data, "energy", EXACT, deadline_s=-1.0)
+
+
+@pytest.mark.parametrize("formulation", ["disjunctive", "time_indexed"])
+def test_export_every_formulation(tmp_path: Path, formulation: str) -> None:
+    path = ROOT / "instances/multicore/big_little_dag.json"
+    out = hetopt.export_model(path, tmp_path / "m.lp", "lp", "energy", formulation=formulation)
+    text = out.read_text()
+    assert "makespan" in text and "c_busy" in text and "c_precedence" in text
+    m = hetopt.build_model(path, "makespan", formulation=formulation)
+    assert hasattr(m, "c_symmetry") and hasattr(m, "obj")
