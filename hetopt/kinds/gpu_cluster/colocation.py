@@ -415,9 +415,12 @@ def disaggregate(co: ColocationData, pair_values: np.ndarray) -> list[tuple[int,
     pc = co.cols
     out: list[tuple[int, int, int, float]] = []
     by_rel: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for r in np.unique(pc.rel):
-        sel = np.nonzero(pc.rel == r)[0]
-        by_rel[int(r)] = (pc.job[sel], pair_values[sel])
+    order = np.argsort(pc.rel, kind="stable")
+    rel_sorted = pc.rel[order]
+    bounds = np.flatnonzero(np.diff(rel_sorted)) + 1
+    for chunk in np.split(order, bounds):
+        if len(chunk) and (pair_values[chunk] > 0).any():
+            by_rel[int(pc.rel[chunk[0]])] = (pc.job[chunk], pair_values[chunk])
     rel_key = {(rel.a, rel.b, rel.w): k for k, rel in enumerate(co.relations)}
     for k, rel in enumerate(co.relations):
         if k not in by_rel:
@@ -454,18 +457,24 @@ def pair_tables(
     n = arr.num_jobs
     pair_thr = np.zeros(n)
     pair_share = np.zeros(n)
-    rows_job, rows_type, rows_other, rows_f = [], [], [], []
-    for i, j, w, f in plan:
-        for a, b in ((i, j), (j, i)):
-            pair_thr[a] += f * co.true_rates[(int(co.job_class[a]), int(co.job_class[b]), w)]
-            pair_share[a] += f
-            rows_job.append(arr.job_ids[a])
-            rows_type.append(arr.types[w])
-            rows_other.append(arr.job_ids[b])
-            rows_f.append(f)
     solo = solo.assign(other_job="")
+    if not plan:
+        return solo, pair_thr, pair_share, 0
+    pi, pj, pw, pf = (np.array(c) for c in zip(*plan, strict=True))
+    a = np.concatenate([pi, pj])
+    b = np.concatenate([pj, pi])
+    w = np.concatenate([pw, pw]).astype(np.int64)
+    f = np.concatenate([pf, pf]).astype(float)
+    ca, cb = co.job_class[a], co.job_class[b]
+    rate = np.array(
+        [co.true_rates[(int(x), int(y), int(z))] for x, y, z in zip(ca, cb, w, strict=True)]
+    )
+    np.add.at(pair_thr, a, f * rate)
+    np.add.at(pair_share, a, f)
+    ids = np.asarray(arr.job_ids, dtype=object)
+    types = np.asarray(arr.types, dtype=object)
     shared = pd.DataFrame(
-        {"job": rows_job, "worker_type": rows_type, "fraction": rows_f, "other_job": rows_other}
+        {"job": ids[a], "worker_type": types[w], "fraction": f, "other_job": ids[b]}
     )
     table = pd.concat([solo, shared], ignore_index=True) if len(shared) else solo
     return table, pair_thr, pair_share, len(plan)
