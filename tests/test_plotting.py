@@ -400,3 +400,17 @@ def test_cli_plot_results_of_every_kind(path, kw, expected, tmp_path, instances_
     res = run(str(saved), "-o", str(out))
     assert res.exit_code == 0, res.output
     assert_png(out)
+
+
+def test_cli_plot_trace_replay_output(tmp_path):
+    """'hetopt simulate --json' output (a real trace replay) plots as a JCT CDF."""
+    rolling = pytest.importorskip("hetopt.rolling")
+    workers = {"k80": 2, "p100": 2, "v100": 2}
+    trace = rolling.generate_trace(8, workers, arrival_rate=10, seed=0)
+    sim = rolling.simulate(trace, workers, options=hetopt.SolveOptions(threads=1))
+    path = tmp_path / "sim.json"
+    path.write_text(json.dumps(sim.to_dict()))
+    out = tmp_path / "jct.png"
+    res = run(str(path), "-o", str(out))
+    assert res.exit_code == 0, res.output
+    assert_png(out)
