@@ -40,7 +40,7 @@ def test_one_window_seeing_everything_is_the_full_horizon_optimum():
     assert roll.verification.ok
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", range(2))
 @pytest.mark.parametrize("objective", ["makespan", "weighted_completion"])
 def test_rolling_is_feasible_and_never_beats_the_offline_optimum(seed, objective):
     inst = arriving(seed)
