@@ -394,6 +394,19 @@ def mip_start(
     if best is None:
         return None
     _, agent_of, starts = best
+    return start_vector(arr, objective, m, cm, plan, agent_of, starts)
+
+
+def start_vector(
+    arr: TeamArrays,
+    objective: str,
+    m: pyo.ConcreteModel,
+    cm: CompiledModel,
+    plan: F.Plan,
+    agent_of: np.ndarray,
+    starts: np.ndarray,
+) -> np.ndarray:
+    """The column values of a schedule (assignment + starts) in a compiled exact model."""
     tau = plan.time_unit_s
     n = arr.num_tasks
     dur = arr.duration[np.arange(n), agent_of]

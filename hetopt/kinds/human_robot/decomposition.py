@@ -53,6 +53,9 @@ LOCAL_SEARCH_S = 30.0
 """Time cap of the reassignment local search after the iterations."""
 LOCAL_SEARCH_MOVES = 600
 """Move evaluations of the local search (the cap that normally binds: reproducible)."""
+SEQUENCE_MILP_S = 10.0
+SEQUENCE_MILP_MAX_TASKS = 60
+"""Time limit and size limit of the final sequencing MILP (best allocation, orders only)."""
 TOL = 1e-6
 
 
@@ -197,15 +200,21 @@ def tails(arr: TeamArrays, dur: np.ndarray) -> np.ndarray:
 
 
 def priority_orders(arr: TeamArrays, es: np.ndarray, dur: np.ndarray, seed: int) -> list[list[int]]:
-    """Task orders for list scheduling: by earliest start, and by least slack
-    (earliest start minus remaining chain), each respecting precedences with
-    non-negative lags, plus two seeded random perturbations of the second."""
+    """Task orders for list scheduling: by earliest start, by least slack (earliest start
+    minus remaining chain), by workspace pressure (earliest start minus the work at the
+    task's workspace), plus two seeded random perturbations of the second; each respects
+    precedences with non-negative lags."""
     from .formulations import known_order
 
     before = known_order(arr)
     tail = tails(arr, dur)
     rng = np.random.default_rng(seed)
-    keys = [es, es - tail]
+    # work waiting at each task's workspace: busy workspaces first
+    loc_work = np.zeros(max(1, len(arr.locations)))
+    has = arr.loc >= 0
+    np.add.at(loc_work, arr.loc[has], dur[has])
+    pressure = np.where(has, loc_work[np.maximum(arr.loc, 0)], 0.0)
+    keys = [es, es - tail, es - pressure]
     span = float(np.nanmax(arr.duration)) or 1.0
     keys += [es - tail + rng.uniform(0, span, arr.num_tasks) for _ in range(2)]
     out = []
@@ -500,6 +509,56 @@ def improve(
     return value, agent_of, starts
 
 
+def sequence_milp(
+    instance: HumanRobotInstance,
+    objective: str,
+    best: tuple[float, np.ndarray, np.ndarray],
+    fs: Mapping[int, float],
+    now: float | None,
+    options: SolveOptions,
+    time_limit_s: float,
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """Re-sequence the best allocation exactly: the exact MILP with every task restricted
+    to its allocated agent (only order variables remain), started from the list schedule
+    and stopped at ``time_limit_s``. Returns the better of the two schedules."""
+    from ...highs import HighsModel, compile_model
+    from . import formulations as F
+    from . import objective_of, start_order, start_vector
+
+    value, agent_of, starts = best
+    if (
+        time_limit_s <= 0.1
+        or objective == "max_human_workload"
+        or instance.arrays.num_tasks > SEQUENCE_MILP_MAX_TASKS
+    ):
+        return best
+    arr = instance.arrays
+    data = instance.to_dict()
+    for i, t in enumerate(data["tasks"]):
+        a = int(agent_of[i])
+        t["duration_s"] = {arr.agent_ids[a]: float(arr.duration[i, a])}
+    restricted = HumanRobotInstance.from_dict(data)
+    rarr = restricted.arrays
+    fa = {i: int(agent_of[i]) for i in fs}
+    plan = F.make_plan(rarr, fa, dict(fs), now)
+    m = F.build(restricted, objective, plan)
+    cm = compile_model(m)
+    hm = HighsModel(cm)
+    hm.set_start(start_vector(rarr, objective, m, cm, plan, agent_of, starts))
+    raw = hm.solve(
+        SolveOptions(time_limit_s=time_limit_s, threads=options.threads, seed=options.seed)
+    )
+    if not raw.status.has_solution:
+        return best
+    got = raw.values(cm, m.start, rarr.task_ids) * plan.time_unit_s
+    dur = arr.duration[np.arange(arr.num_tasks), agent_of]
+    shifted = earliest_schedule(arr, agent_of, start_order(got, got + dur), fs, now)
+    if shifted is None:
+        return best
+    v = objective_of(arr, objective, agent_of, shifted)
+    return (v, agent_of, shifted) if v < value - TOL else best
+
+
 def solve_decomposition(
     kind: HumanRobotKind,
     instance: HumanRobotInstance,
@@ -527,6 +586,12 @@ def solve_decomposition(
         before = best[0]
         best = improve(arr, objective, best, fa, fs, now, budget)
         info["local_search_gain"] = before - best[0]
+        limit = SEQUENCE_MILP_S
+        if options.time_limit_s is not None:
+            limit = min(limit, t0 + options.time_limit_s - time.perf_counter())
+        before = best[0]
+        best = sequence_milp(instance, objective, best, fs, now, options, limit)
+        info["sequence_milp_gain"] = before - best[0]
     # valid lower bounds independent of the allocation MILP
     if objective == "makespan":
         path = float((es + dmin).max())
