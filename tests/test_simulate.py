@@ -180,6 +180,23 @@ def test_cli_json_and_plot(tmp_path):
     assert png.stat().st_size > 1000
 
 
+def test_cli_compare_reports_both_policies():
+    runner = CliRunner()
+    args = ["simulate", TRACE, "--workers", "v100=8,p100=16,k80=24", "--compare"]
+    out = runner.invoke(main, [*args, "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["agnostic"]["summary"]["agnostic"] is True
+    assert data["summary"]["agnostic"] is False
+    ratio = data["mean_jct_ratio_agnostic_over_aware"]
+    assert ratio == pytest.approx(
+        data["agnostic"]["summary"]["mean_jct_s"] / data["summary"]["mean_jct_s"]
+    )
+    assert ratio > 1  # Gavel's direction
+    out = runner.invoke(main, [*args, "--agnostic"])
+    assert out.exit_code == 2
+
+
 def test_cli_text_and_errors():
     runner = CliRunner()
     out = runner.invoke(main, ["simulate", TRACE, "--workers", "v100=8,p100=16,k80=24"])

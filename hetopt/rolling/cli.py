@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -59,6 +60,11 @@ from ..kinds.base import UsageError
     show_default=True,
     help="rounds: Gavel's per-round placements (hetopt.rounds); fluid: allocated rates.",
 )
+@click.option(
+    "--compare",
+    is_flag=True,
+    help="Also run the heterogeneity-agnostic variant and report the JCT ratio.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print {summary, jobs} as JSON.")
 @click.option(
     "--plot",
@@ -79,14 +85,17 @@ def simulate_cmd(
     seed: int,
     max_rounds: int,
     progress: str,
+    compare: bool,
     as_json: bool,
     plot_file: Path | None,
 ) -> None:
     """Replay a Gavel-format TRACE (or a generated one) in rounds and report JCTs.
 
     Each round either Gavel's round mechanism places jobs (--progress rounds) or every
-    job runs at its allocated effective throughput (--progress fluid). Reports mean / median / p95 job completion time, makespan, utilisation and
-    solve latency against the round length.
+    job runs at its allocated effective throughput (--progress fluid). Reports mean,
+    median and p95 job completion time, makespan, utilisation and solve latency against
+    the round length. --json prints {"summary": {...}, "jobs": [...]} (with --compare
+    also "agnostic": {"summary": {...}} and "mean_jct_ratio_agnostic_over_aware").
     """
     from ..kinds.gpu_cluster.gavel import load_table
     from ..kinds.gpu_cluster.generate import parse_workers
@@ -95,6 +104,8 @@ def simulate_cmd(
 
     if (trace is None) == (generate_jobs is None):
         raise UsageError("give either a TRACE file or --generate-jobs N (not both)")
+    if compare and agnostic:
+        raise UsageError("--compare already runs the agnostic variant; drop --agnostic")
     w = parse_workers(workers)
     table = load_table(throughputs)
     if trace is not None:
@@ -102,28 +113,47 @@ def simulate_cmd(
     else:
         assert generate_jobs is not None
         records = generate_trace(generate_jobs, w, arrival_rate, seed)
-    res = simulate(
-        records,
-        w,
-        policy,
-        agnostic,
-        round_s,
-        SolveOptions(threads=1),
-        table,
-        max_rounds=max_rounds,
-        progress=progress,
-    )
+
+    def run(agn: bool) -> Any:
+        return simulate(
+            records,
+            w,
+            policy,
+            agn,
+            round_s,
+            SolveOptions(threads=1),
+            table,
+            max_rounds=max_rounds,
+            progress=progress,
+        )
+
+    res = run(agnostic)
+    other = run(True) if compare else None
+    ratio = None
+    if other is not None:
+        ratio = other.summary["mean_jct_s"] / res.summary["mean_jct_s"]
     if plot_file is not None:
         import matplotlib
 
         matplotlib.use("Agg")
-        ax = plot_jct_cdf(res)
+        ax = plot_jct_cdf([res] if other is None else [res, other])
         ax.figure.savefig(plot_file, dpi=120, bbox_inches="tight")
     if as_json:
-        click.echo(json.dumps(res.to_dict(), indent=1, allow_nan=False))
+        out = res.to_dict()
+        if other is not None:
+            out["agnostic"] = {"summary": other.to_dict()["summary"]}
+            out["mean_jct_ratio_agnostic_over_aware"] = ratio
+        click.echo(json.dumps(out, indent=1, allow_nan=False))
         return
-    s = res.summary
-    name = f"{policy}{' (agnostic)' if agnostic else ''}"
+    _echo(res.summary, f"{policy}{' (agnostic)' if agnostic else ''}")
+    if other is not None:
+        _echo(other.summary, f"{policy} (agnostic)")
+        click.echo(f"mean JCT agnostic / heterogeneity-aware: {ratio:.2f}x")
+    if plot_file is not None:
+        click.echo(f"plot: {plot_file}")
+
+
+def _echo(s: dict[str, Any], name: str) -> None:
     click.echo(f"hetopt simulate: {name}, {s['num_jobs']} jobs, rounds of {s['round_s']:g} s")
     click.echo(f"  completed        : {s['completed_jobs']} / {s['num_jobs']}")
     for key, label in (
@@ -144,5 +174,3 @@ def simulate_cmd(
         "fluid": "fluid (allocated effective throughput per round)",
     }[s["progress_model"]]
     click.echo(f"  progress model   : {model}")
-    if plot_file is not None:
-        click.echo(f"  plot             : {plot_file}")
