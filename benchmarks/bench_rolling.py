@@ -139,3 +139,35 @@ def bench_rolling_milp(benchmark, spec: BenchSpec) -> None:  # type: ignore[no-u
         # a committed online schedule is feasible offline: it cannot beat the optimum
         assert rolling_gap(roll, full) >= -1e-6
     record(benchmark, roll, **extra)
+
+
+register(
+    BenchSpec(
+        name="rolling/gpu_cluster/max_min_fairness/resolve_latency_2000",
+        kind="gpu_cluster",
+        objective="max_min_fairness",
+        size={"jobs": 2000, "workers": {"k80": 200, "p100": 200, "v100": 200}, "rounds": 40},
+        slow=True,
+        make=lambda: generate_trace(2000, {"k80": 200, "p100": 200, "v100": 200}, 400.0, seed=0),
+    )
+)
+
+
+@pytest.mark.slow
+def bench_persistent_resolve_latency(benchmark) -> None:  # type: ignore[no-untyped-def]
+    """Re-solve latency: one live LP over all trace jobs vs rebuilding per re-solve."""
+    spec = REGISTRY["rolling/gpu_cluster/max_min_fairness/resolve_latency_2000"]
+    records = spec.make()
+    w = spec.size["workers"]
+    kw = {"max_rounds": spec.size["rounds"], "progress": "fluid"}
+    warm = benchmark.pedantic(
+        simulate, args=(records, w), kwargs={**kw, "persistent": True}, rounds=1, iterations=1
+    )
+    cold = simulate(records, w, persistent=False, **kw)
+    # same active sets in the first round -> the same optimal level (known answer)
+    assert warm.levels[0] == pytest.approx(cold.levels[0], rel=1e-6)
+    info = benchmark.extra_info
+    for tag, r in (("persistent", warm), ("rebuilt", cold)):
+        info[f"{tag}_latency_p50_s"] = r.summary["solve_latency_p50_s"]
+        info[f"{tag}_latency_p95_s"] = r.summary["solve_latency_p95_s"]
+        info[f"{tag}_solves"] = r.summary["solves"]
