@@ -148,6 +148,13 @@ def _skeleton(arr: MulticoreArrays, plan: Plan, binary_assign: bool) -> tuple[An
     m.makespan = pyo.Var(bounds=(lb, ub))
     e_ub = None if arr.budget is None else arr.budget / plan.e_ref
     m.energy = pyo.Var(bounds=(0.0, e_ub))
+    if plan.integer_makespan:
+        # whole-number durations: the optimal makespan is a whole number of seconds;
+        # an integer copy lets HiGHS round node bounds up (objective integrality)
+        lo = math.ceil(arr.makespan_lower_bound() - 1e-9)
+        hi = max(lo, math.floor(plan.horizon + 1e-9))
+        m.makespan_whole = pyo.Var(within=pyo.Integers, bounds=(lo, hi))
+        m.c_whole = pyo.Constraint(expr=m.makespan - m.makespan_whole / plan.t_ref == 0)
     m._pairs = pairs
     m._plan = plan
     m._num_tasks = n
@@ -387,6 +394,9 @@ def start_vector(m: Any, compiled: Any, arr: MulticoreArrays, sched: Schedule) -
     _put(x, compiled.columns_of(m.assign, range(len(pairs))), a)
     mk = sched.makespan / plan.t_ref
     _put(x, compiled.columns_of(m.makespan, [None]), np.array([mk]))
+    if hasattr(m, "makespan_whole"):
+        whole = np.array([float(np.rint(sched.makespan))])
+        _put(x, compiled.columns_of(m.makespan_whole, [None]), whole)
     energy = arr.energy(sched.core, sched.makespan) / plan.e_ref
     _put(x, compiled.columns_of(m.energy, [None]), np.array([energy]))
     if hasattr(m, "start"):
