@@ -87,6 +87,15 @@ def validation_to_instance_error(exc: ValidationError, source: str | None) -> In
     with a count of the others)."""
     errors = exc.errors(include_url=False)
     first = errors[0]
+    inner = (first.get("ctx") or {}).get("error")
+    if isinstance(inner, InstanceError):
+        # already converted by InstanceBase.__init__ (pydantic calls it for the
+        # after-validators of a model with a custom __init__): keep its field path
+        err = inner.with_source(source) if source else inner
+        loc = _loc_to_path(first.get("loc", ()))
+        if loc and err.field:
+            err = InstanceError(err.message, f"{loc}.{err.field}", err.source)
+        return err
     path = _loc_to_path(first.get("loc", ()))
     msg = str(first.get("msg", "invalid value"))
     if _FIELD_MARK in msg:

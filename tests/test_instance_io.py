@@ -53,3 +53,11 @@ def test_bad_yaml_is_instance_error(tmp_path: Path) -> None:
     f.write_text("kind: [unclosed\n")
     with pytest.raises(InstanceError, match="not valid YAML"):
         hetopt.read_instance(f)
+
+
+def test_cross_field_error_keeps_field_and_source() -> None:
+    bad = {**DATA, "jobs": [{"id": "a", "throughput": {"h100": 1.0}}]}
+    with pytest.raises(InstanceError) as info:
+        hetopt.instance_from_dict(bad, source="f.json")
+    assert info.value.field == "jobs[0].throughput.h100"
+    assert info.value.source == "f.json"
