@@ -206,6 +206,24 @@ def test_stratified_beats_pop_and_is_close_to_monolithic():
     assert {"build_s", "solve_s", "wall_s"} <= set(strat.info["parts"][0])
 
 
+def test_custom_partitioner_is_checked_and_used():
+    inst = generate(120, "k80=12,p100=12,v100=12", seed=6)
+
+    def halves(arr, k, rng):  # first half / second half, GPUs split evenly
+        parts = np.array_split(np.arange(arr.num_jobs), k)
+        return parts, np.tile(arr.workers / k, (k, 1))
+
+    res = solve_partitioned(inst, 2, halves, OPTS)
+    assert res.info["method"] == "halves" and res.verification.ok
+    assert "repair_jobs" in res.info  # custom partitions get the repair by default
+
+    def greedy(arr, k, rng):
+        return [np.arange(arr.num_jobs)] * k, np.tile(arr.workers, (k, 1))
+
+    with pytest.raises(UsageError, match="exactly one part"):
+        solve_partitioned(inst, 2, greedy, OPTS)
+
+
 def test_explicit_normalisation_equals_the_kind_lp():
     # one part holding the whole cluster is the kind's own LP
     inst = generate(200, "k80=10,p100=10,v100=10", seed=4)

@@ -503,10 +503,26 @@ def repair_max_min(
     return Y, facts
 
 
+def _check_partition(arr: Any, parts: list[np.ndarray], cap: np.ndarray) -> None:
+    """A custom partitioner's output: each job once, GPUs within the cluster's."""
+    seen: list[int] = (
+        np.concatenate([np.asarray(p, dtype=np.int64) for p in parts]).tolist() if parts else []
+    )
+    if sorted(seen) != list(range(arr.num_jobs)):
+        raise UsageError("the partitioner must put every job in exactly one part")
+    if cap.shape != (len(parts), len(arr.types)) or (cap < 0).any():
+        raise UsageError(
+            f"the partitioner must return GPUs as a {len(parts)} x {len(arr.types)} "
+            "non-negative array"
+        )
+    if (cap.sum(axis=0) > arr.workers * (1 + 1e-12)).any():
+        raise UsageError("the partitioner hands out more GPUs than the cluster has")
+
+
 def solve_partitioned(
     instance: Any,
     partitions: int,
-    method: str = "stratified",
+    method: str | Partitioner = "stratified",
     options: SolveOptions | None = None,
     executor: SubmitExecutor | None = None,
     seed: int = 0,
@@ -523,8 +539,10 @@ def solve_partitioned(
     partitions
         Number of parts ``k >= 1``.
     method
-        ``"stratified"`` (strata dealt round-robin, largest-remainder GPUs, repair LP)
-        or ``"pop"`` (POP: random parts, ``floor(W_t / k)`` GPUs each, no repair).
+        ``"stratified"`` (strata dealt round-robin, largest-remainder GPUs, repair LP),
+        ``"pop"`` (POP: random parts, ``floor(W_t / k)`` GPUs each, no repair), or any
+        :class:`Partitioner` callable (checked: every job in exactly one part, GPUs
+        within the cluster's).
     options
         Solve options (each part runs with ``threads=1``).
     executor
@@ -553,7 +571,7 @@ def solve_partitioned(
         raise UsageError(
             f"partitioned decomposition is only available for gpu_cluster, not {inst.kind!r}"
         )
-    if method not in METHODS:
+    if isinstance(method, str) and method not in METHODS:
         raise UsageError(
             f"unknown decomposition method {method!r}; expected one of: {', '.join(METHODS)}"
         )
@@ -569,8 +587,13 @@ def solve_partitioned(
     rng = np.random.default_rng(seed)
     if method == "pop":
         parts, cap = pop_partition(arr, partitions, rng)
-    else:
+    elif method == "stratified":
         parts, cap = stratified_partition(arr, partitions, rng, [j.job_type for j in inst.jobs])
+    else:
+        assert not isinstance(method, str)
+        parts, cap = method(arr, partitions, rng)
+        _check_partition(arr, parts, np.asarray(cap, dtype=float))
+    method_name = method if isinstance(method, str) else getattr(method, "__name__", "custom")
     problems = [
         MaxMinProblem(
             thr=thr_alloc[p],
@@ -612,13 +635,13 @@ def solve_partitioned(
             objective="max_min_fairness",
             status=bad,
             termination=f"a part ended {bad.value}",
-            info={"partitions": partitions, "method": method, "parts": parts_info},
+            info={"partitions": partitions, "method": method_name, "parts": parts_info},
         )
     from ..kinds.gpu_cluster import verify as V
 
     # the true objective (with the agnostic view the repair optimises the agnostic LP)
     merged_value = V.max_min_value(arr, X)
-    do_repair = (method == "stratified") if repair is None else repair
+    do_repair = (method != "pop") if repair is None else repair
     repair_facts: dict[str, Any] = {}
     if do_repair:
         X, repair_facts = repair_max_min(arr, X, norm, thr_alloc, repair_fraction, opts)
@@ -631,7 +654,7 @@ def solve_partitioned(
     t4 = time.perf_counter()
     info = {
         "decomposition": "partitions",
-        "method": method,
+        "method": method_name,
         "partitions": partitions,
         "agnostic": agnostic,
         "seed": seed,
