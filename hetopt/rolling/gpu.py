@@ -376,7 +376,7 @@ def simulate(
                     rate[i] = arr.thr[i, type_pos[str(tname)]]
                     share[i] = 1.0
         run = active & (rate > 0)
-        if not run.any() and not (arrival > t + 1e-9).any() and sched is None:
+        if not run.any() and not (arrival > t + 1e-9).any():
             log.warning("policy %s gives no active job any GPU time: stopping at %g s", policy, t)
             break  # nothing can change any more: the rest stays unfinished
         dt = np.full(n, round_s)
