@@ -377,6 +377,44 @@ def test_parallel_knapsack_brute_force(seed: int) -> None:
     assert (chosen["finish_s"] <= 100.0).all()
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_parallel_fast_path_with_must_include_and_exclude(seed: int) -> None:
+    clients = random_clients(8, 20 + seed, deadline=100.0)
+    fits = [c["id"] for c in clients if c["ready_s"] + c["upload_s"] <= 100.0]
+    must, excl = fits[-1:], fits[:1]
+    inst = make(
+        clients,
+        deadline=100.0,
+        uplink="parallel",
+        update_mb=10.0,
+        bandwidth_budget_mbps=5.0,
+        max_clients=4,
+        must_include=must,
+        exclude=excl,
+    )
+    arr = inst.arrays
+    need = A.parallel_need_mbps(arr.ready, 100.0, 10.0)
+    best = -1
+    for k in range(5):
+        for sub in itertools.combinations(range(8), k):
+            ids = {arr.ids[i] for i in sub}
+            s = list(sub)
+            if (
+                set(must) <= ids
+                and not ids & set(excl)
+                and (arr.ready[s] + arr.upload[s] <= 100.0).all()
+                and need[s].sum() <= 5.0 + 1e-9
+            ):
+                best = max(best, k)
+    r = hetopt.solve(inst, "max_clients", FAST)
+    if best < 0:
+        assert r.status == Status.INFEASIBLE
+    else:
+        assert r.info["method"] == "smallest_need_first" and r.ok
+        assert r.objective_value == best
+        assert hetopt.solve(inst, "max_clients", FAST, method="milp").objective_value == best
+
+
 def test_parallel_without_budget_takes_everyone_who_fits() -> None:
     clients = random_clients(30, 4, deadline=100.0)
     inst = make(clients, deadline=100.0, uplink="parallel")
@@ -479,6 +517,19 @@ def test_oort_lp_round_on_generated_pool() -> None:
     assert exact.ok and exact.bound <= exact.objective_value + 1e-9
     assert lp.bound <= exact.objective_value * (1 + 1e-6)
     assert lp.objective_value >= exact.bound * (1 - 1e-6)
+
+
+@pytest.mark.slow
+def test_oort_lp_round_on_a_larger_pool() -> None:
+    inst = generate(
+        1500, seed=8, objective="min_duration", max_clients=30, classes=10, target_fraction=0.005
+    )
+    r = hetopt.solve(inst, "min_duration", FAST.replace(time_limit_s=120), method="lp_round")
+    assert r.info["method"] == "lp_round"
+    assert r.info["coverage_bound"] <= r.objective_value + 1e-9
+    assert r.status in (Status.OPTIMAL, Status.FEASIBLE) and r.ok, r.verification
+    assert r.bound <= r.objective_value + 1e-9
+    assert len(r.tables["selection"]) == 1500
 
 
 def test_min_duration_needs_targets() -> None:

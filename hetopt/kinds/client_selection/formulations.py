@@ -200,15 +200,37 @@ def testing_members(inst: ClientSelectionInstance, sa: SampleArrays) -> np.ndarr
 def testing_reference(
     inst: ClientSelectionInstance, sa: SampleArrays, members: np.ndarray
 ) -> float:
-    """A duration no optimal selection exceeds when it takes at most the targets:
-    ``max_i fixed_i + sample_s_i * min(samples_i, sum of targets)`` (>= 1e-9)."""
+    """A time scale close to the optimum duration, so ``z`` is O(1).
+
+    Coarse bisection (12 max-flows) for the coverage bound
+    (:func:`~.algorithms.coverage_lower_bound`) of the member clients, between 0 and
+    ``max_i fixed_i + sample_s_i * min(samples_i, sum of targets)``; (> 0).
+    """
+    from .algorithms import coverage_lower_bound
+
     arr = inst.arrays
     total = np.zeros(arr.n)
     np.add.at(total, sa.client, sa.count)
     want = float(sum((inst.class_targets or {}).values()))
     fixed = arr.ready + arr.upload
     t = fixed[members] + arr.sample_s[members] * np.minimum(total[members], want)
-    return max(float(t.max()) if len(t) else 0.0, 1e-9)
+    hi = max(float(t.max()) if len(t) else 0.0, 1e-9)
+    col_of = np.full(arr.n, -1, dtype=np.int64)
+    col_of[members] = np.arange(len(members))
+    keep = col_of[sa.client] >= 0
+    targets = np.array([(inst.class_targets or {})[c] for c in sa.classes])
+    cover = coverage_lower_bound(
+        fixed[members],
+        arr.sample_s[members],
+        targets,
+        col_of[sa.client[keep]],
+        sa.cls[keep],
+        sa.count[keep],
+        0.0,
+        hi,
+        iters=12,
+    )
+    return max(cover, hi / 4096)
 
 
 def build_testing(
@@ -218,16 +240,18 @@ def build_testing(
 ) -> pyo.ConcreteModel:
     """Oort's testing-set selection (OSDI 2021, Appendix G) as a MILP.
 
-    Choose clients (``select``) and test samples per client and class (``take``) so
-    each class gets exactly its target, with at most ``max_clients`` clients,
-    minimising the duration ``z * t_ref`` of the slowest selected client, where client
-    ``i`` needs ``ready_s + upload_s + sample_s * sum_c take[i,c]`` seconds.
+    Choose clients (``select``) and the share of each client's samples of each class
+    it contributes (``share``, so ``samples_ic * share[i,c]`` test samples) so each
+    class gets exactly its target, with at most ``max_clients`` clients, minimising
+    the duration ``z * t_ref`` of the slowest selected client, where client ``i`` needs
+    ``ready_s + upload_s + sample_s * sum_c samples_ic * share[i,c]`` seconds.
 
-    ``take`` is continuous: HiGHS stalls on integer sample counts (measured: no
-    incumbent after 30 s on 400 clients, against 5 s with continuous counts), and
-    :func:`integer_assignment` turns a selection into whole samples exactly afterwards
-    (within one sample's time of this model's bound). ``relax=True`` also relaxes
-    ``select`` (the LP relaxation).
+    Samples are counted fractionally: HiGHS stalls on integer sample counts (measured:
+    no incumbent after 30 s on 400 clients, against 5 s with continuous counts), and
+    :func:`~.algorithms.integer_assignment` turns a selection into whole samples
+    exactly afterwards (within one sample's time of this model's bound). Shares in
+    ``[0, 1]`` and target rows divided by the target keep the matrix O(1).
+    ``relax=True`` also relaxes ``select`` (the LP relaxation).
     """
     arr = inst.arrays
     sa = SampleArrays.from_instance(inst)
@@ -251,29 +275,29 @@ def build_testing(
     t_ref = testing_reference(inst, sa, members)
     m.t_ref = pyo.Param(initialize=t_ref, mutable=False)
     m.PAIRS = pyo.RangeSet(0, P - 1) if P else pyo.Set(initialize=[])
-    m.take = pyo.Var(m.PAIRS, domain=pyo.NonNegativeReals)
-    take = list(m.take.values())
-    for j in range(P):
-        take[j].setub(float(cnt[j]))
+    m.share = pyo.Var(m.PAIRS, bounds=(0.0, 1.0))
+    share = list(m.share.values())
     m.z = pyo.Var(bounds=(0.0, None))
     m._pairs = (pc, pk, cnt)
-    m._take_list = take
-    xs = [*sel, *take, m.z]
+    xs = [*sel, *share, m.z]
     C = len(sa.classes)
     targets = np.array([float((inst.class_targets or {})[c]) for c in sa.classes])
-    # c_target[c]: sum_i take[i,c] = target_c
-    m.c_target = LinearRows.from_coo(pk, k + np.arange(P), np.ones(P), C, targets, targets, xs)
-    # c_link[i,c]: take[i,c] - samples_ic * select[i] <= 0
+    tscale = np.maximum(targets, 1.0)
+    # c_target[c]: sum_i samples_ic / target_c * share[i,c] = 1
+    m.c_target = LinearRows.from_coo(
+        pk, k + np.arange(P), cnt / tscale[pk], C, targets / tscale, targets / tscale, xs
+    )
+    # c_link[i,c]: share[i,c] - select[i] <= 0
     rows = np.concatenate([np.arange(P), np.arange(P)])
     cols = np.concatenate([k + np.arange(P), pc])
-    vals = np.concatenate([np.ones(P), -cnt])
+    vals = np.concatenate([np.ones(P), -np.ones(P)])
     m.c_link = LinearRows.from_coo(rows, cols, vals, P, np.full(P, -INF), np.zeros(P), xs)
-    # c_time[i]: fixed_i/t_ref * select[i] + sample_s_i/t_ref * sum_c take[i,c] - z <= 0
+    # c_time[i]: fixed_i/t_ref * select[i] + sum_c sample_s_i samples_ic/t_ref share[i,c] <= z
     fixed = (arr.ready + arr.upload)[members] / t_ref
     a = arr.sample_s[members] / t_ref
     rows = np.concatenate([np.arange(k), pc, np.arange(k)])
     cols = np.concatenate([np.arange(k), k + np.arange(P), np.full(k, k + P)])
-    vals = np.concatenate([fixed, a[pc], -np.ones(k)])
+    vals = np.concatenate([fixed, a[pc] * cnt, -np.ones(k)])
     m.c_time = LinearRows.from_coo(rows, cols, vals, k, np.full(k, -INF), np.zeros(k), xs)
     _side_rows(m, inst, arr, members, sel)
     m.obj = pyo.Objective(expr=m.z, sense=pyo.minimize)
