@@ -34,8 +34,19 @@ from . import algorithms as A
 from . import formulations as F
 from . import verify as V
 from .data import Client, ClientArrays, ClientSelectionInstance, SampleArrays
+from .generate import generate
+from .rounds import RoundsResult, run_rounds
 
-__all__ = ["KIND", "Client", "ClientSelectionInstance", "ClientSelectionKind", "fast_path_blocker"]
+__all__ = [
+    "KIND",
+    "Client",
+    "ClientSelectionInstance",
+    "ClientSelectionKind",
+    "RoundsResult",
+    "fast_path_blocker",
+    "generate",
+    "run_rounds",
+]
 
 METHODS = ("auto", "milp", "fast", "greedy", "lp_round")
 LP_ROUND_PAIRS = 20_000
