@@ -495,8 +495,8 @@ def test_oort_testing_selection_brute_force(seed: int, rates: tuple[float, ...])
     # bound <= integer optimum <= value <= bound + one sample's time
     assert r.bound <= want + 1e-6 <= r.objective_value + 2e-6
     assert r.objective_value <= r.bound + max(rates) + 1e-6
-    if r.status == Status.OPTIMAL:
-        assert r.objective_value == pytest.approx(want)
+    if r.status == Status.OPTIMAL:  # optimal within HiGHS's default mip_rel_gap 1e-4
+        assert r.objective_value == pytest.approx(want, rel=1e-4)
     if max(rates) == 0:
         assert r.status == Status.OPTIMAL
     cs = r.tables["class_samples"]

@@ -401,7 +401,8 @@ class ClientSelectionKind(Kind):
             return holder["m"]
 
         def extract(cm: CompiledModel, raw: RawSolution) -> Extracted:
-            return self._extract(inst, objective, holder["m"], cm, raw)
+            gap_tol = 1e-4 if options.mip_rel_gap is None else options.mip_rel_gap
+            return self._extract(inst, objective, holder["m"], cm, raw, gap_tol)
 
         result, _ = run_model(self, inst, objective, options, build, extract, "auto", info)
         if not result.status.has_solution and result.bound is not None:
@@ -423,6 +424,7 @@ class ClientSelectionKind(Kind):
         m: pyo.ConcreteModel,
         cm: CompiledModel,
         raw: RawSolution,
+        gap_tol: float = 1e-4,
     ) -> Extracted:
         arr = inst.arrays
         members = m._members.index
@@ -467,9 +469,10 @@ class ClientSelectionKind(Kind):
             t_ref = float(pyo.value(m.t_ref))
             if raw.bound is not None:
                 bound = min(raw.bound * t_ref, value)
-            milp_value = (raw.objective or 0.0) * t_ref
-            if raw.status == Status.OPTIMAL and value > milp_value * (1 + 1e-7) + 1e-9:
-                # the continuous-sample optimum was proven; whole samples cost a little
+            proven = bound if bound is not None else (raw.objective or 0.0) * t_ref
+            if raw.status == Status.OPTIMAL and value - proven > gap_tol * max(value, 1e-9):
+                # the fractional-sample optimum was proven; whole samples cost more than
+                # the gap tolerance (HiGHS's mip_rel_gap) allows calling optimal
                 status = Status.FEASIBLE
                 termination = "selection optimal with fractional samples; whole-sample gap"
         else:

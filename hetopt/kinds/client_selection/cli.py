@@ -42,6 +42,13 @@ from ...cli import handle_errors
     help="Parallel uplink: bandwidth budget as a fraction of all clients' needs.",
 )
 @click.option(
+    "--target-fraction",
+    type=click.FloatRange(min=0, max=1),
+    default=0.05,
+    show_default=True,
+    help="min_duration: class_targets as this fraction of the pool's samples per class.",
+)
+@click.option(
     "--time-resolution",
     type=click.FloatRange(min=0),
     default=0.1,
@@ -69,6 +76,7 @@ def generate_cmd(
     classes: int,
     groups: int,
     budget_fraction: float,
+    target_fraction: float,
     time_resolution: float,
     objective: str | None,
     output: Path | None,
@@ -86,6 +94,7 @@ def generate_cmd(
         classes,
         groups,
         budget_fraction,
+        target_fraction,
         time_resolution_s=time_resolution or None,
     )
     text = inst.to_json(output)
