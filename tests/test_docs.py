@@ -41,6 +41,19 @@ def test_quick_start_commands_are_the_ones_ci_runs():
     assert install in readme and test in readme
 
 
+def test_every_kind_has_a_tutorial_on_a_shipped_instance():
+    index = (DOCS / "index.md").read_text()
+    for name in hetopt.kind_names():
+        page = DOCS / "tutorials" / f"{name}.md"
+        assert page.exists(), f"no tutorial for kind {name}: add docs/tutorials/{name}.md"
+        assert f"tutorials/{name}" in index
+        text = page.read_text()
+        shipped = re.findall(rf"instances/{name}/[\w./-]+\.json", text)
+        assert shipped, f"the {name} tutorial solves no instance shipped in instances/{name}/"
+        for path in shipped:
+            assert (ROOT / path).exists(), path
+
+
 def test_kind_pages_carry_the_generated_schema(gen):
     names = hetopt_docs.generate_kinds()
     assert "gpu_cluster" in names
