@@ -41,6 +41,9 @@ gives it more than ``(1 + LEVEL_TOL)`` times the level's value."""
 DUAL_CERTIFICATES = True
 """Freeze jobs whose row dual proves they are stuck (set False to check every candidate
 with the extra LP instead; both are exact, the duals save LP solves)."""
+PRIMAL = 4
+WARM_SIMPLEX = True
+"""Solve water-filling levels after the first by warm-started dual simplex."""
 FTF_TOL = 1e-6
 """Relative tolerance of the finish-time-fairness bisection on the ratio."""
 
@@ -229,8 +232,18 @@ def solve_water_filling(
     def job_values(x: np.ndarray) -> np.ndarray:
         return np.bincount(pairs.job, coef * x[acols], minlength=n)
 
+    # level 1 by interior point without crossover (its solution is central: one LP usually
+    # freezes every stuck job); later levels by dual simplex warm-started from the previous
+    # basis, freezing only jobs whose vertex dual certifies them (exact, often fewer per LP)
+    simplex_opts = replace(
+        options,
+        lp_method="simplex",
+        highs_options={"simplex_strategy": PRIMAL, **dict(options.highs_options)},
+    )
+    use_simplex = False
     while free.any():
-        raw = hm.solve(_remaining(lp_opts, t_start), "ipm")
+        opts_now = simplex_opts if use_simplex else lp_opts
+        raw = hm.solve(_remaining(opts_now, t_start), "simplex" if use_simplex else "ipm")
         solve_s += raw.solve_s
         lps += 1
         if raw.status != Status.OPTIMAL or raw.x is None:
@@ -246,8 +259,11 @@ def solve_water_filling(
         certified = np.zeros(n, dtype=bool)
         if raw.row_dual is not None and DUAL_CERTIFICATES:
             y = np.abs(raw.row_dual[frows])
-            certified = cand & (y > 1e-3 / max(int(free.sum()), 1))
+            thresh = 1e-6 if use_simplex else 1e-3 / max(int(free.sum()), 1)
+            certified = cand & (y > thresh)
         x_best = x
+        if use_simplex and certified.any():
+            cand = certified  # a vertex is not central: freeze only what duals prove
         if (cand & ~certified).any():
             # one LP: can the uncertified candidates rise above z while all free jobs stay >= z?
             h.changeColBounds(int(zcol), z * (1 - LEVEL_TOL / 10), math.inf)
@@ -256,7 +272,7 @@ def solve_water_filling(
                 cost = np.zeros(ncol)
                 np.add.at(cost, acols, coef * test[pairs.job])
                 hm.set_objective_coefficients(np.arange(ncol), cost)
-                rc = hm.solve(_remaining(lp_opts, t_start), "ipm")
+                rc = hm.solve(_remaining(opts_now, t_start), "simplex" if use_simplex else "ipm")
                 solve_s += rc.solve_s
                 check_lps += 1
                 if rc.status != Status.OPTIMAL or rc.x is None:
@@ -287,20 +303,23 @@ def solve_water_filling(
             lower,
             np.full(len(idx), math.inf),
         )
-        level_of[idx] = len(level_values)
-        level_values.append(z / kappa)
+        if not level_values or z / kappa > level_values[-1] * (1 + LEVEL_TOL):
+            level_values.append(z / kappa)
+        level_of[idx] = len(level_values) - 1
         free &= ~cand
+        use_simplex = WARM_SIMPLEX
     timings["solve_s"] = solve_s
 
     info: dict[str, Any] = {
         "agnostic": bool(agnostic),
         "levels": len(level_values),
+        "level_lps": lps,
         "lp_solves": lps + check_lps,
         "check_lps": check_lps,
         "groups_frozen_by_duals": dual_certified,
         "level_tolerance": LEVEL_TOL,
         "entity_weights": any(j.entity is not None for j in inst.jobs),
-        "lp_method": "ipm (no crossover)",
+        "lp_method": "ipm (no crossover), then warm dual simplex" if WARM_SIMPLEX else "ipm",
     }
     if x_best is None:
         return _assemble(
