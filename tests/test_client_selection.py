@@ -138,6 +138,28 @@ def test_tiny_brute_force_shared(seed: int) -> None:
         assert g.objective_value <= want + 1e-9
 
 
+@pytest.mark.parametrize(("n", "seed"), [(7, 0), (7, 1), (10, 2), (14, 3)])
+def test_disjunctive_formulation_needs_no_order_lemma(n: int, seed: int) -> None:
+    # the order-free MILP (pair binaries, big-M from the deadline) agrees with the
+    # ERD-ordered MILP and Moore-Hodgson: an MILP-level check of the order lemma
+    clients = random_clients(n, 40 + seed, deadline=80.0, groups=2)
+    inst = make(clients, deadline=80.0, group_max={"g0": 3})
+    for objective in ("max_clients", "max_weight"):
+        d = hetopt.solve(inst, objective, FAST, formulation="disjunctive")
+        e = hetopt.solve(inst, objective, FAST, formulation="erd")
+        assert d.status == e.status == Status.OPTIMAL and d.ok and e.ok
+        assert d.info["formulation"] == "disjunctive"
+        assert d.objective_value == pytest.approx(e.objective_value)
+        if n <= 10:
+            ok = lambda s: sum(c["group"] == "g0" for c in s) <= 3  # noqa: E731
+            want = brute_shared(clients, 80.0, objective == "max_weight", ok)
+            assert d.objective_value == pytest.approx(want)
+    free = make(clients, deadline=80.0)
+    arr = free.arrays
+    d = hetopt.solve(free, "max_clients", FAST, formulation="disjunctive")
+    assert d.objective_value == A.moore_hodgson(arr.upload, arr.slack).sum()
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_tiny_brute_force_side_constraints(seed: int) -> None:
     clients = random_clients(7, seed, deadline=80.0, groups=2)

@@ -211,6 +211,8 @@ class ClientSelectionKind(Kind):
         "method": "auto (default) | milp | fast (exact Moore-Hodgson / Lawler-Moore / sorting) "
         "| greedy (FedCS heuristic) | lp_round (min_duration: LP relaxation + restricted MILP)",
         "baseline": "also run FedCS's greedy and report its gap (default true)",
+        "formulation": "shared uplink MILP: erd (default; upload order fixed, proven optimal) "
+        "| disjunctive (order as pair binaries, O(n^2), a cross-check)",
     }
 
     # ------------------------------------------------------------------ build
@@ -220,11 +222,15 @@ class ClientSelectionKind(Kind):
         objective: str,
         method: str = "auto",
         baseline: bool = True,
+        formulation: str = "erd",
     ) -> pyo.ConcreteModel:
+        _check_formulation(formulation)
         if objective == "min_duration":
             _require_targets(instance)
             return F.build_testing(instance)
         if instance.uplink == "shared":
+            if formulation == "disjunctive":
+                return F.build_shared_disjunctive(instance, objective)
             return F.build_shared(instance, objective)
         return F.build_parallel(instance, objective)
 
@@ -236,7 +242,15 @@ class ClientSelectionKind(Kind):
         options: SolveOptions,
         method: str = "auto",
         baseline: bool = True,
+        formulation: str = "erd",
     ) -> Result:
+        _check_formulation(formulation)
+        if formulation != "erd":
+            if instance.uplink != "shared" or objective == "min_duration":
+                raise UsageError("formulation 'disjunctive' applies to the shared-uplink MILP")
+            if method in ("fast", "greedy", "lp_round"):
+                raise UsageError(f"formulation {formulation!r} needs method 'milp' or 'auto'")
+            method = "milp"
         if method not in METHODS:
             raise UsageError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
         inst = instance
@@ -275,10 +289,10 @@ class ClientSelectionKind(Kind):
         if method == "fast":
             result = self._solve_fast(inst, objective)
         else:
-            info: dict[str, Any] = {"method": "milp"}
+            info: dict[str, Any] = {"method": "milp", "formulation": formulation}
             if blocker is not None:
                 info["fast_path_blocker"] = blocker
-            result = self._solve_milp(inst, objective, options, info)
+            result = self._solve_milp(inst, objective, options, info, formulation=formulation)
         if baseline and greedy_ok and result.status.has_solution:
             result = self._with_baseline(inst, objective, result)
         return result
@@ -388,12 +402,15 @@ class ClientSelectionKind(Kind):
         options: SolveOptions,
         info: dict[str, Any],
         members: np.ndarray | None = None,
+        formulation: str = "erd",
     ) -> Result:
         holder: dict[str, pyo.ConcreteModel] = {}
 
         def build() -> pyo.ConcreteModel:
             if objective == "min_duration":
                 holder["m"] = F.build_testing(inst, members)
+            elif inst.uplink == "shared" and formulation == "disjunctive":
+                holder["m"] = F.build_shared_disjunctive(inst, objective)
             elif inst.uplink == "shared":
                 holder["m"] = F.build_shared(inst, objective)
             else:
@@ -594,6 +611,16 @@ def _round_candidates(
         in_g = np.flatnonzero(arr.group[members[order]] == gpos[g])
         pick.update(members[order[in_g[: 2 * lo + 1]]].tolist())
     return np.array(sorted(pick), dtype=np.int64)
+
+
+FORMULATIONS = ("erd", "disjunctive")
+
+
+def _check_formulation(formulation: str) -> None:
+    if formulation not in FORMULATIONS:
+        raise UsageError(
+            f"formulation must be one of {', '.join(FORMULATIONS)}, got {formulation!r}"
+        )
 
 
 def _require_targets(inst: ClientSelectionInstance) -> None:

@@ -302,3 +302,58 @@ def build_testing(
     _side_rows(m, inst, arr, members, sel)
     m.obj = pyo.Objective(expr=m.z, sense=pyo.minimize)
     return m
+
+
+def build_shared_disjunctive(
+    inst: ClientSelectionInstance, objective: str, members: np.ndarray | None = None
+) -> pyo.ConcreteModel:
+    """FedCS with a shared uplink, with the upload order as variables (a cross-check).
+
+    Unlike :func:`build_shared` it does not assume the earliest-ready-first order:
+    ``before[i,j]`` (binary, ``i < j``) orders each pair; if both are selected their
+    upload intervals do not overlap. Times in units of the deadline ``D``; the big-M of
+    the pair rows is ``1 + upload_i / D`` (the most ``start[i] + upload_i - start[j]``
+    can be), from the instance, never a constant. O(n^2) binaries: for small instances.
+
+    ``c_first[i,j]``: ``start[i] + p_i - start[j] <= M_i (3 - before - select_i - select_j)``
+    ``c_second[i,j]``: ``start[j] + p_j - start[i] <= M_j (2 + before - select_i - select_j)``
+    """
+    arr = inst.arrays
+    if members is None:
+        members = shared_members(arr)
+    D = arr.deadline
+    m = pyo.ConcreteModel(name="client_selection_shared_disjunctive")
+    sel = _selection_vars(m, arr, members)
+    k = len(members)
+    r = arr.ready[members] / D
+    p = arr.upload[members] / D
+    m.start = pyo.Var(m.CLIENTS, bounds=(0.0, 1.0))
+    start = list(m.start.values())
+    for j in range(k):
+        start[j].setlb(float(min(r[j], 1.0)))
+    ii, jj = np.triu_indices(k, 1)
+    P = len(ii)
+    m.PAIRS = pyo.RangeSet(0, P - 1) if P else pyo.Set(initialize=[])
+    m.before = pyo.Var(m.PAIRS, domain=pyo.Binary)
+    before = list(m.before.values())
+    xs = [*sel, *start, *before]
+    if k:
+        rows = np.repeat(np.arange(k), 2)
+        cols = np.stack([k + np.arange(k), np.arange(k)], 1).ravel()
+        vals = np.stack([np.ones(k), p], 1).ravel()
+        m.c_deadline = LinearRows.from_coo(rows, cols, vals, k, np.full(k, -INF), np.ones(k), xs)
+    if P:
+        Mi, Mj = 1.0 + p[ii], 1.0 + p[jj]
+        e = np.arange(P)
+        b = 2 * k + e
+        # start_i - start_j + Mi before + Mi sel_i + Mi sel_j <= 3 Mi - p_i
+        rows = np.repeat(e, 5)
+        cols = np.stack([k + ii, k + jj, b, ii, jj], 1).ravel()
+        vals = np.stack([np.ones(P), -np.ones(P), Mi, Mi, Mi], 1).ravel()
+        m.c_first = LinearRows.from_coo(rows, cols, vals, P, np.full(P, -INF), 3 * Mi - p[ii], xs)
+        # start_j - start_i - Mj before + Mj sel_i + Mj sel_j <= 2 Mj - p_j
+        vals = np.stack([-np.ones(P), np.ones(P), -Mj, Mj, Mj], 1).ravel()
+        m.c_second = LinearRows.from_coo(rows, cols, vals, P, np.full(P, -INF), 2 * Mj - p[jj], xs)
+    _side_rows(m, inst, arr, members, sel)
+    _objective(m, arr, members, sel, objective)
+    return m
