@@ -23,8 +23,18 @@ from . import formulations as F
 from . import verify as V
 from .data import ClusterArrays, GpuClusterInstance, GpuJob
 from .generate import generate
+from .trace import read_gavel_trace, trace_to_instance
 
-__all__ = ["KIND", "GpuClusterInstance", "GpuClusterKind", "GpuJob", "PersistentPolicy", "generate"]
+__all__ = [
+    "KIND",
+    "GpuClusterInstance",
+    "GpuClusterKind",
+    "GpuJob",
+    "PersistentPolicy",
+    "generate",
+    "read_gavel_trace",
+    "trace_to_instance",
+]
 
 # Measured on Gavel-generated instances (benchmarks/bench_gpu_cluster.py, notes on issue 2):
 # interior point is several times faster than dual simplex on these LPs from a cold start.
