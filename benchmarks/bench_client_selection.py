@@ -16,6 +16,7 @@ import hetopt
 from hetopt import SolveOptions, Status
 from hetopt.kinds.client_selection import ClientSelectionInstance
 from hetopt.kinds.client_selection import algorithms as A
+from hetopt.kinds.client_selection.generate import generate
 
 OPTS = SolveOptions(threads=1)
 
@@ -123,3 +124,36 @@ def test_milp_shared(benchmark, spec: BenchSpec) -> None:
     assert r.status == Status.OPTIMAL and r.ok
     assert r.objective_value == A.moore_hodgson(arr.upload, arr.slack).sum()
     record(benchmark, r, clients=arr.n, greedy_gap=r.info["greedy_gap"])
+
+
+TESTING = [
+    register(
+        BenchSpec(
+            f"client_selection/testing/{n}",
+            "client_selection",
+            "min_duration",
+            {"clients": n, "classes": 5, "max_clients": 20},
+            slow=True,
+            make=lambda n=n: generate(
+                n, seed=3, objective="min_duration", max_clients=20, classes=5
+            ),
+        )
+    )
+    for n in (400,)
+]
+
+
+@pytest.mark.parametrize("spec", [_param(s) for s in TESTING])
+def test_testing_lp_round_vs_milp(benchmark, spec: BenchSpec) -> None:
+    """Oort testing selection: lp_round timed; its bound and value bracket the MILP's."""
+    inst = spec.make()
+    r = benchmark.pedantic(
+        lambda: hetopt.solve(inst, "min_duration", OPTS, method="lp_round"),
+        rounds=1,
+        iterations=1,
+    )
+    m = hetopt.solve(inst, "min_duration", OPTS.replace(time_limit_s=120), method="milp")
+    assert r.ok and m.ok
+    assert r.bound <= m.objective_value * (1 + 1e-6)
+    assert m.bound <= r.objective_value * (1 + 1e-6)
+    record(benchmark, r, milp_s=m.runtime_s, milp_value=m.objective_value, lp_gap=r.gap)
