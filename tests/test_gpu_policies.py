@@ -7,7 +7,9 @@ scipy (not hetopt's models).
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -341,3 +343,15 @@ def test_cli_new_objectives(tmp_path) -> None:
         assert res.exit_code == 0, res.output
     res = CliRunner().invoke(main, ["solve", str(path), "--objective", "min_cost"])
     assert res.exit_code == 3 and "cost_per_hour" in res.output
+
+
+POLICY_DIR = Path(__file__).resolve().parents[1] / "instances" / "gpu_cluster" / "policies"
+POLICY_ANSWERS = json.loads((POLICY_DIR / "answers.json").read_text())
+
+
+@pytest.mark.parametrize("rel", sorted(POLICY_ANSWERS))
+def test_shipped_policy_instances(rel: str) -> None:
+    for objective, expected in POLICY_ANSWERS[rel].items():
+        r = hetopt.solve(POLICY_DIR / rel, objective)
+        assert r.status == Status.OPTIMAL and r.verification.ok
+        assert r.objective_value == pytest.approx(expected, rel=2e-6)

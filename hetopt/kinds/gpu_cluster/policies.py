@@ -438,6 +438,7 @@ def solve_finish_time_fairness(
             break
         rho = 0.5 * (lo + hi)
     timings["solve_s"] = solve_s
+    lo = min(lo, hi)  # a numerically infeasible LP just above the optimum cannot cross hi
     info: dict[str, Any] = {
         "agnostic": bool(agnostic),
         "lp_solves": iterations,
