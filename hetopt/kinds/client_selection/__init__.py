@@ -289,7 +289,9 @@ class ClientSelectionKind(Kind):
         if method == "fast":
             result = self._solve_fast(inst, objective)
         else:
-            info: dict[str, Any] = {"method": "milp", "formulation": formulation}
+            info: dict[str, Any] = {"method": "milp"}
+            if inst.uplink == "shared":
+                info["formulation"] = formulation
             if blocker is not None:
                 info["fast_path_blocker"] = blocker
             result = self._solve_milp(inst, objective, options, info, formulation=formulation)
