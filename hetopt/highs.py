@@ -27,6 +27,7 @@ import numpy as np
 import pyomo.environ as pyo
 import scipy.sparse  # noqa: F401  (imported here so the first compile does not pay for it)
 from pyomo.core.base.component import ActiveComponent
+from pyomo.common.errors import InfeasibleConstraintException
 from pyomo.repn.plugins.standard_form import LinearStandardFormCompiler
 
 from .errors import OptionsError, SolveError
@@ -127,11 +128,25 @@ def compile_model(model: pyo.ConcreteModel) -> CompiledModel:
     # hide the matrix blocks from Pyomo's compiler (component flag only: O(1) per block)
     for b in blocks:
         ActiveComponent.deactivate(b)
+    dropped: list[Any] = []
     try:
-        info = LinearStandardFormCompiler().write(model, mixed_form=True, set_sense=None)
+        while True:
+            try:
+                info = LinearStandardFormCompiler().write(model, mixed_form=True, set_sense=None)
+                break
+            except InfeasibleConstraintException as exc:
+                # a constraint with no variables that cannot hold (e.g. ``0 >= 1``): keep it
+                # as an empty row so that HiGHS reports the model infeasible
+                con = _constraint_named(model, str(exc))
+                if con is None or len(dropped) > 1000:
+                    raise
+                con.deactivate()
+                dropped.append(con)
     finally:
         for b in blocks:
             ActiveComponent.activate(b)
+        for con in dropped:
+            con.activate()
 
     columns = list(info.columns)
     col_index = {id(v): j for j, v in enumerate(columns)}
@@ -172,6 +187,13 @@ def compile_model(model: pyo.ConcreteModel) -> CompiledModel:
     parts[0] = sp.csr_array(parts[0], shape=(len(keep), n)) if parts[0].shape[1] != n else parts[0]
     row_lower = [np.asarray(lows, dtype=float)]
     row_upper = [np.asarray(ups, dtype=float)]
+    for con in dropped:  # empty rows that cannot hold
+        lb, _, ub = con.to_bounded_expression(evaluate_bounds=True)
+        body = pyo.value(con.body)
+        parts.append(sp.csr_array((1, n)))
+        row_lower.append(np.array([-INF if lb is None else lb - body]))
+        row_upper.append(np.array([INF if ub is None else ub - body]))
+        rows.append(con)
     for b, cols in zip(blocks, block_cols, strict=True):
         data, indices, indptr = b.csr
         parts.append(sp.csr_array((data, cols[indices], indptr), shape=(len(indptr) - 1, n)))
@@ -418,8 +440,15 @@ class HighsModel:
         if ms == _MS.kOptimal:
             status = Status.OPTIMAL
         elif ms == _MS.kModelEmpty:
-            status = Status.OPTIMAL
-            has_primal = True
+            # no columns: optimal unless a (constant) row excludes 0
+            cm = self.compiled
+            bad = (cm.row_lower > 1e-9) | (cm.row_upper < -1e-9)
+            if bad.any():
+                status = Status.INFEASIBLE
+                termination = f"constant row {cm.rows[int(np.argmax(bad))].name} cannot hold"
+            else:
+                status = Status.OPTIMAL
+                has_primal = True
         elif ms == _MS.kInfeasible:
             status = Status.INFEASIBLE
         elif ms == _MS.kUnbounded:
@@ -492,6 +521,16 @@ def _set_threads(h: Any, threads: int | None) -> None:
             h.resetGlobalScheduler(True)
         _scheduler_threads = want
     _set(h, "threads", want)
+
+
+def _constraint_named(model: pyo.ConcreteModel, message: str) -> Any:
+    """The constraint a Pyomo ``InfeasibleConstraintException`` message names."""
+    import re
+
+    found = re.search(r"constraint, '(.+)'", message)
+    if not found:
+        return None
+    return model.find_component(found.group(1))
 
 
 def _rel_gap(objective: float, bound: float) -> float | None:

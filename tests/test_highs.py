@@ -151,3 +151,17 @@ def test_solve_options_validation_and_toml(tmp_path: Path) -> None:
     f.write_text("time_limit = 5\n")
     with pytest.raises(OptionsError, match="time_limit"):
         SolveOptions.from_file(f)
+
+
+def test_constant_infeasible_row_is_infeasible_not_optimal() -> None:
+    m = lp()
+    m.x[0].fix(0)
+    m.x[1].fix(0)
+    m.c_bad = pyo.Constraint(expr=m.x[0] + m.x[1] >= 1)  # 0 >= 1 once fixed
+    raw = solve_pyomo(m)[1]
+    assert raw.status == Status.INFEASIBLE
+    empty = pyo.ConcreteModel()
+    empty.y = pyo.Var(bounds=(0, 0))
+    empty.c_rows = LinearRows([], [], [0, 0], [1.0], [None], [empty.y])  # 0 >= 1
+    empty.obj = pyo.Objective(expr=0 * empty.y)
+    assert solve_pyomo(empty)[1].status == Status.INFEASIBLE

@@ -104,11 +104,15 @@ def run_model(
     default_lp_method: str = "auto",
     info: Mapping[str, Any] | None = None,
     start: Callable[[CompiledModel], Any] | None = None,
+    bound_to_objective: Callable[[float], float] | None = None,
 ) -> tuple[Result, HighsModel]:
     """The shared pipeline: build -> compile -> HiGHS -> extract -> verify.
 
     Returns the :class:`Result` (timings split into ``build_s``, ``transfer_s``,
     ``solve_s``, ``load_s``) and the live :class:`HighsModel` for re-solves.
+    ``bound_to_objective`` maps a solver bound (in the model's scaled units) to the
+    objective's unit; it is used when there is no solution to extract (e.g. a MILP that
+    stops at a time limit without an incumbent but with a proven bound).
     """
     t0 = time.perf_counter()
     model = build()
@@ -122,7 +126,7 @@ def run_model(
     t2 = time.perf_counter()
     raw = hm.solve(options, default_lp_method)
     t3 = time.perf_counter()
-    result = finish(kind, instance, objective, compiled, raw, extract, info)
+    result = finish(kind, instance, objective, compiled, raw, extract, info, bound_to_objective)
     t4 = time.perf_counter()
     timings = {
         "build_s": t1 - t0,
@@ -141,6 +145,7 @@ def finish(
     raw: RawSolution,
     extract: Callable[[CompiledModel, RawSolution], Extracted],
     info: Mapping[str, Any] | None = None,
+    bound_to_objective: Callable[[float], float] | None = None,
 ) -> Result:
     """Turn a raw solution into a verified :class:`Result`."""
     status, termination = raw.status, raw.termination
@@ -167,6 +172,8 @@ def finish(
             termination = ex.termination or termination
             if not status.has_solution:
                 value, bound, gap = None, None, None
+    elif bound is not None and bound_to_objective is not None:
+        bound = bound_to_objective(bound)
     result = Result(
         kind=kind.name,
         objective=objective,
