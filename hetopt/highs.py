@@ -26,8 +26,8 @@ import highspy
 import numpy as np
 import pyomo.environ as pyo
 import scipy.sparse  # noqa: F401  (imported here so the first compile does not pay for it)
-from pyomo.core.base.component import ActiveComponent
 from pyomo.common.errors import InfeasibleConstraintException
+from pyomo.core.base.component import ActiveComponent
 from pyomo.repn.plugins.standard_form import LinearStandardFormCompiler
 
 from .errors import OptionsError, SolveError
