@@ -373,6 +373,9 @@ class HighsModel:
     # ------------------------------------------------------------------ solve
     def _apply_options(self, options: SolveOptions, default_lp_method: str) -> None:
         h = self._h
+        # every solve starts from HiGHS's defaults: an option given to one solve (say
+        # mip_abs_gap in a Pareto loop) must not leak into the next
+        h.resetOptions()
         verbose = solver_log.isEnabledFor(logging.INFO)
         if verbose and not self._logging:
             h.setCallback(_log_callback, None)  # type: ignore[arg-type]

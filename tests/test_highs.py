@@ -165,3 +165,16 @@ def test_constant_infeasible_row_is_infeasible_not_optimal() -> None:
     empty.c_rows = LinearRows([], [], [0, 0], [1.0], [None], [empty.y])  # 0 >= 1
     empty.obj = pyo.Objective(expr=0 * empty.y)
     assert solve_pyomo(empty)[1].status == Status.INFEASIBLE
+
+
+def test_options_do_not_leak_between_solves() -> None:
+    hm = HighsModel(compile_model(lp()))
+    hm.solve(SolveOptions(highs_options={"mip_abs_gap": 5.0}, time_limit_s=3))
+    hm.solve(SolveOptions())
+
+    def opt(name: str) -> object:
+        got = hm.highs.getOptionValue(name)
+        return got[1] if isinstance(got, tuple) else got
+
+    assert opt("mip_abs_gap") != 5.0
+    assert opt("time_limit") == float("inf")
