@@ -1,8 +1,8 @@
 """Pyomo formulations of the ``cpu_gpu`` kind (see ``models/cpu_gpu.md``).
 
-* :func:`add_unrelated_assignment`: the shared unrelated-machine piece (assignment of
-  programs to devices, fractions for divisible programs, per-device load <= makespan). It
-  takes a plain duration matrix, so the ``multicore`` kind's R||Cmax model can share it.
+* :func:`add_unrelated_assignment`: the unrelated-machine piece (assignment of programs to
+  devices, fractions for divisible programs, per-device load <= makespan), built by the
+  block :mod:`hetopt.kinds._shared.assignment` that the ``multicore`` kind also uses.
 * :func:`build_independent`: minimum makespan without slowdowns (devices run independently).
 * :func:`build_pairing`: the co-run pairing model used when slowdown factors are given.
 """
@@ -15,6 +15,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ...pyomo_ext import LinearRows
+from .._shared import assignment as shared
 from .data import CpuGpuArrays
 
 INF = float("inf")
@@ -38,11 +39,13 @@ class Assignment:
 def add_unrelated_assignment(
     m: pyo.ConcreteModel, times: np.ndarray, divisible: np.ndarray, t_ref: float
 ) -> Assignment:
-    """Add the unrelated-machine assignment and load rows to ``m``.
+    """Add the unrelated-machine assignment and load rows to ``m`` (programs on devices).
 
-    Adds ``m.ASSIGNABLE``, ``m.share[k]`` (fraction of job ``job[k]`` on machine
-    ``machine[k]``: binary for indivisible jobs, in [0, 1] for divisible ones),
-    ``m.makespan`` (in units of ``t_ref``), ``c_assign[j]: sum_k share[k] = 1`` and
+    The shared block :func:`hetopt.kinds._shared.assignment.add_unrelated_assignment`
+    (also used by ``multicore``) with this kind's names: ``m.ASSIGNABLE``, ``m.share[k]``
+    (fraction of job ``job[k]`` on machine ``machine[k]``: binary for indivisible jobs, in
+    [0, 1] for divisible ones), ``m.makespan`` (in units of ``t_ref``),
+    ``c_assign[j]: sum_k share[k] = 1`` and
     ``c_load[i]: sum_k times[j,i] / t_ref * share[k] - makespan <= 0``.
 
     Parameters
@@ -58,24 +61,18 @@ def add_unrelated_assignment(
     """
     n, D = times.shape
     job, mach = np.nonzero(np.isfinite(times))
-    K = len(job)
-    m.ASSIGNABLE = pyo.RangeSet(0, K - 1)
-    whole = ~divisible[job]
-    m.share = pyo.Var(
-        m.ASSIGNABLE,
-        domain=lambda _, k: pyo.Binary if whole[k] else pyo.UnitInterval,
-    )
-    m.makespan = pyo.Var(bounds=(0.0, None))
-    cols = [*m.share.values(), m.makespan]
-    m.c_assign = LinearRows.from_coo(job, np.arange(K), np.ones(K), n, np.ones(n), np.ones(n), cols)
-    m.c_load = LinearRows.from_coo(
-        np.concatenate([mach, np.arange(D)]),
-        np.concatenate([np.arange(K), np.full(D, K)]),
-        np.concatenate([times[job, mach] / t_ref, -np.ones(D)]),
+    shared.add_unrelated_assignment(
+        m,
+        job,
+        mach,
+        times[job, mach] / t_ref,
+        n,
         D,
-        np.full(D, -INF),
-        np.zeros(D),
-        cols,
+        fractional=divisible[job],
+        makespan_bounds=(0.0, None),
+        pair_set="ASSIGNABLE",
+        share="share",
+        load_rows="c_load",
     )
     return Assignment(job, mach)
 

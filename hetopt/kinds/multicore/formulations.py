@@ -24,6 +24,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ...pyomo_ext import LinearRows
+from .._shared.assignment import add_unrelated_assignment
 from .data import MulticoreArrays
 from .heuristics import Schedule
 
@@ -131,21 +132,33 @@ def horizon_slots(arr: MulticoreArrays, horizon: float) -> int:
 
 # ---------------------------------------------------------------------------- skeleton
 def _skeleton(arr: MulticoreArrays, plan: Plan, binary_assign: bool) -> tuple[Any, Pairs]:
-    """Sets, ``assign``, ``makespan``, ``energy`` (the variables every model shares)."""
+    """Sets, ``assign``, ``makespan``, ``energy`` (the variables every model shares) and the
+    shared assignment rows ``c_assign``, ``c_busy``."""
     m = pyo.ConcreteModel(name=f"multicore_{plan.formulation}")
     pairs = Pairs.of(arr, plan.t_ref)
-    n, K = arr.num_tasks, len(pairs)
+    n = arr.num_tasks
     m.TASKS = pyo.Set(initialize=arr.task_ids, ordered=True)
     m.CORES = pyo.Set(initialize=arr.core_ids, ordered=True)
-    m.PAIRS = pyo.RangeSet(0, K - 1)
-    m.assign = pyo.Var(m.PAIRS, within=pyo.Binary if binary_assign else pyo.UnitInterval)
+    lb = arr.makespan_lower_bound() / plan.t_ref
+    ub = plan.horizon / plan.t_ref
+    # PAIRS, assign, makespan, c_assign, c_busy; lb > ub (a deadline below the lower
+    # bound) is left to HiGHS to report infeasible
+    add_unrelated_assignment(
+        m,
+        pairs.task,
+        pairs.core,
+        pairs.p,
+        n,
+        arr.num_cores,
+        fractional=not binary_assign,
+        makespan_bounds=(lb, ub),
+        pair_set="PAIRS",
+        share="assign",
+        load_rows="c_busy",
+    )
     # a pair longer than the horizon cannot be used (makespan <= horizon)
     for k in np.nonzero(pairs.p > plan.horizon / plan.t_ref * (1 + 1e-9))[0]:
         m.assign[int(k)].setub(0)
-    lb = arr.makespan_lower_bound() / plan.t_ref
-    ub = plan.horizon / plan.t_ref
-    # lb > ub (a deadline below the lower bound) is left to HiGHS to report infeasible
-    m.makespan = pyo.Var(bounds=(lb, ub))
     e_ub = None if arr.budget is None else arr.budget / plan.e_ref
     m.energy = pyo.Var(bounds=(0.0, e_ub))
     if plan.integer_makespan:
@@ -162,19 +175,10 @@ def _skeleton(arr: MulticoreArrays, plan: Plan, binary_assign: bool) -> tuple[An
 
 
 def _common_rows(m: Any, arr: MulticoreArrays, plan: Plan, pairs: Pairs, lay: _Layout) -> None:
-    """``c_assign``, ``c_busy``, ``c_symmetry``, ``c_energy``."""
-    n, M, K = arr.num_tasks, arr.num_cores, len(pairs)
+    """``c_symmetry``, ``c_energy`` (``c_assign``, ``c_busy`` come from :func:`_skeleton`)."""
+    K = len(pairs)
     a, mk, en = lay["assign"], lay["makespan"], lay["energy"]
     cols = a + np.arange(K)
-    # c_assign[i]: sum_c assign[i,c] = 1
-    r = _Rows()
-    r.add(pairs.task, cols, 1.0)
-    m.c_assign = r.build(n, 1.0, 1.0, lay)
-    # c_busy[c]: sum_i p[i,c] assign[i,c] - makespan <= 0
-    r = _Rows()
-    r.add(pairs.core, cols, pairs.p)
-    r.add(np.arange(M), mk, -1.0)
-    m.c_busy = r.build(M, -INF, 0.0, lay)
     # c_symmetry: busy(c_a) >= busy(c_b) for consecutive interchangeable cores a, b
     classes = arr.identical_core_classes() if plan.symmetry else []
     r = _Rows()
