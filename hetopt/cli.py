@@ -23,12 +23,15 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from .errors import HetoptError, InstanceError, OptionsError
 from .status import Status
+
+if TYPE_CHECKING:
+    from .instance import InstanceBase
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -104,6 +107,27 @@ def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
             )
 
     return wrapper
+
+
+def emit_instance(instance: str | InstanceBase, output: Path | None, summary: str) -> None:
+    """Write a generated or converted instance: its JSON to ``output`` (then ``wrote
+    <output> (<summary>)`` on stderr) or, without ``output``, to stdout.
+
+    Parameters
+    ----------
+    instance
+        The instance, or its JSON text.
+    output
+        The file to write, or ``None`` for stdout.
+    summary
+        What was written, e.g. ``"20 tasks on 4 cores"``.
+    """
+    text = instance if isinstance(instance, str) else instance.to_json()
+    if output is None:
+        click.echo(text)
+    else:
+        output.write_text(text + "\n")
+        click.echo(f"wrote {output} ({summary})", err=True)
 
 
 class LazyGroup(click.Group):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ...cli import handle_errors
+from ...cli import emit_instance, handle_errors
 
 
 @click.command("client-selection")
@@ -97,8 +97,4 @@ def generate_cmd(
         target_fraction,
         time_resolution_s=time_resolution or None,
     )
-    text = inst.to_json(output)
-    if output is None:
-        click.echo(text)
-    else:
-        click.echo(f"wrote {output} ({num_clients} clients)", err=True)
+    emit_instance(inst, output, f"{num_clients} clients")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ...cli import handle_errors
+from ...cli import emit_instance, handle_errors
 
 
 @click.command("cpu-gpu")
@@ -66,8 +66,4 @@ def generate_cmd(
     inst = generate(
         num_programs, num_cpus, num_gpus, seed, divisible_fraction, slowdown_pairs, objective
     )
-    text = inst.to_json(output)
-    if output is None:
-        click.echo(text)
-    else:
-        click.echo(f"wrote {output} ({num_programs} programs)", err=True)
+    emit_instance(inst, output, f"{num_programs} programs")

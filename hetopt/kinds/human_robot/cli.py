@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ...cli import handle_errors
+from ...cli import emit_instance, handle_errors
 
 
 @click.command("human-robot")
@@ -74,8 +74,4 @@ def generate_cmd(
         deadline_fraction,
         objective,
     )
-    text = inst.to_json(output)
-    if output is None:
-        click.echo(text)
-    else:
-        click.echo(f"wrote {output} ({num_tasks} tasks, {num_agents} agents)", err=True)
+    emit_instance(inst, output, f"{num_tasks} tasks, {num_agents} agents")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ...cli import handle_errors
+from ...cli import emit_instance, handle_errors
 
 
 @click.command("multi-resource")
@@ -58,8 +58,4 @@ def generate_cmd(
         mem_gb_per_server,
         profile_set,
     )
-    text = inst.to_json(output)
-    if output is None:
-        click.echo(text)
-    else:
-        click.echo(f"wrote {output} ({num_jobs} jobs, {num_servers} servers)", err=True)
+    emit_instance(inst, output, f"{num_jobs} jobs, {num_servers} servers")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ...cli import handle_errors
+from ...cli import emit_instance, handle_errors
 from .generate import FAMILIES
 
 
@@ -42,8 +42,4 @@ def generate_cmd(
     from .generate import generate
 
     inst = generate(family, machines, tasks, seed, objective)
-    text = inst.to_json(output)
-    if output is None:
-        click.echo(text)
-    else:
-        click.echo(f"wrote {output} ({tasks} tasks on {machines} cores)", err=True)
+    emit_instance(inst, output, f"{tasks} tasks on {machines} cores")
