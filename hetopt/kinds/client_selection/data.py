@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ...instance import InstanceBase, fail
+from .._shared.validation import id_positions
 
 NonNegFloat = Annotated[float, Field(ge=0)]
 PosFloat = Annotated[float, Field(gt=0)]
@@ -85,13 +86,7 @@ class ClientSelectionInstance(InstanceBase):
                 "objective",
                 f"unknown objective {self.objective!r}; expected one of: {', '.join(OBJECTIVES)}",
             )
-        seen: dict[str, int] = {}
-        for i, c in enumerate(self.clients):
-            if c.id in seen:
-                raise fail(
-                    f"clients[{i}].id", f"duplicate client id {c.id!r} (also clients[{seen[c.id]}])"
-                )
-            seen[c.id] = i
+        seen = id_positions(self.clients, "clients", "client")
         if self.bandwidth_budget_mbps is not None:
             if self.uplink != "parallel":
                 raise fail(

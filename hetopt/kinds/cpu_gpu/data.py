@@ -11,6 +11,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ...instance import InstanceBase, fail
+from .._shared.validation import id_positions, note_id
 
 PosFloat = Annotated[float, Field(gt=0)]
 DEVICE_TYPES = ("cpu", "gpu")
@@ -68,23 +69,11 @@ class CpuGpuInstance(InstanceBase):
 
     @model_validator(mode="after")
     def _cross_checks(self) -> CpuGpuInstance:
-        seen: dict[str, int] = {}
-        for d, dev in enumerate(self.devices):
-            if dev.id in seen:
-                raise fail(
-                    f"devices[{d}].id",
-                    f"duplicate device id {dev.id!r} (also devices[{seen[dev.id]}])",
-                )
-            seen[dev.id] = d
+        id_positions(self.devices, "devices", "device")
         types = {d.type for d in self.devices}
         pseen: dict[str, int] = {}
         for i, p in enumerate(self.programs):
-            if p.id in pseen:
-                raise fail(
-                    f"programs[{i}].id",
-                    f"duplicate program id {p.id!r} (also programs[{pseen[p.id]}])",
-                )
-            pseen[p.id] = i
+            note_id(pseen, "programs", "program", i, p.id)
             if not p.duration_s:
                 raise fail(f"programs[{i}].duration_s", "give a duration for 'cpu' and/or 'gpu'")
             if not set(p.duration_s) & types:

@@ -19,6 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ...instance import InstanceBase, fail
+from .._shared.validation import note_id
 
 NonNegFloat = Annotated[float, Field(ge=0)]
 PosFloat = Annotated[float, Field(gt=0)]
@@ -144,12 +145,7 @@ class HumanRobotInstance(InstanceBase):
         agent_pos: dict[str, int] = {}
         types: set[str] = set()
         for k, a in enumerate(self.agents):
-            if a.id in agent_pos:
-                raise fail(
-                    f"agents[{k}].id",
-                    f"duplicate agent id {a.id!r} (also agents[{agent_pos[a.id]}])",
-                )
-            agent_pos[a.id] = k
+            note_id(agent_pos, "agents", "agent", k, a.id)
             types.add(a.type)
         for k, a in enumerate(self.agents):
             if a.id in types:
@@ -160,11 +156,7 @@ class HumanRobotInstance(InstanceBase):
         task_pos: dict[str, int] = {}
         locations: set[str] = set()
         for i, t in enumerate(self.tasks):
-            if t.id in task_pos:
-                raise fail(
-                    f"tasks[{i}].id", f"duplicate task id {t.id!r} (also tasks[{task_pos[t.id]}])"
-                )
-            task_pos[t.id] = i
+            note_id(task_pos, "tasks", "task", i, t.id)
             for key in t.duration_s:
                 if key not in agent_pos and key not in types:
                     raise fail(

@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ...instance import InstanceBase, fail
+from .._shared.validation import id_positions, note_id
 
 PosFloat = Annotated[float, Field(gt=0)]
 NonNegFloat = Annotated[float, Field(ge=0)]
@@ -69,22 +70,11 @@ class MultiResourceInstance(InstanceBase):
 
     @model_validator(mode="after")
     def _cross_checks(self) -> MultiResourceInstance:
-        seen: dict[str, int] = {}
-        for s, srv in enumerate(self.servers):
-            if srv.id in seen:
-                raise fail(
-                    f"servers[{s}].id",
-                    f"duplicate server id {srv.id!r} (also servers[{seen[srv.id]}])",
-                )
-            seen[srv.id] = s
+        id_positions(self.servers, "servers", "server")
         total = sum(srv.gpus for srv in self.servers)
         jseen: dict[str, int] = {}
         for i, job in enumerate(self.jobs):
-            if job.id in jseen:
-                raise fail(
-                    f"jobs[{i}].id", f"duplicate job id {job.id!r} (also jobs[{jseen[job.id]}])"
-                )
-            jseen[job.id] = i
+            note_id(jseen, "jobs", "job", i, job.id)
             if job.gpus > total:
                 raise fail(
                     f"jobs[{i}].gpus",

@@ -11,6 +11,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ...instance import InstanceBase, fail
+from .._shared.validation import id_positions, note_id
 
 NonNegFloat = Annotated[float, Field(ge=0)]
 PosFloat = Annotated[float, Field(gt=0)]
@@ -77,12 +78,7 @@ class MulticoreInstance(InstanceBase):
         core_pos: dict[str, int] = {}
         type_cores: dict[str, list[int]] = {}
         for k, core in enumerate(self.cores):
-            if core.id in core_pos:
-                raise fail(
-                    f"cores[{k}].id",
-                    f"duplicate core id {core.id!r} (also cores[{core_pos[core.id]}])",
-                )
-            core_pos[core.id] = k
+            note_id(core_pos, "cores", "core", k, core.id)
             type_cores.setdefault(core.type, []).append(k)
         for k, core in enumerate(self.cores):
             if core.id in type_cores and type_cores[core.id] != [k]:
@@ -91,14 +87,7 @@ class MulticoreInstance(InstanceBase):
                     f"core id {core.id!r} is also the name of a core type of other cores; "
                     "duration_s keys would be ambiguous",
                 )
-        task_pos: dict[str, int] = {}
-        for i, task in enumerate(self.tasks):
-            if task.id in task_pos:
-                raise fail(
-                    f"tasks[{i}].id",
-                    f"duplicate task id {task.id!r} (also tasks[{task_pos[task.id]}])",
-                )
-            task_pos[task.id] = i
+        task_pos = id_positions(self.tasks, "tasks", "task")
         for i, task in enumerate(self.tasks):
             if not task.duration_s:
                 raise fail(f"tasks[{i}].duration_s", f"task {task.id!r} can run on no core")
