@@ -95,6 +95,31 @@ def _objective(
     )
 
 
+def _start_vars(
+    m: pyo.ConcreteModel, arr: ClientArrays, members: np.ndarray
+) -> tuple[list, np.ndarray]:
+    """``start[k]`` in ``[min(ready_k / D, 1), 1]`` (units of the deadline ``D``) for the
+    members of the shared-uplink models; returns the variables and ``p_k = upload_k / D``."""
+    D = arr.deadline
+    r = arr.ready[members] / D
+    m.start = pyo.Var(m.CLIENTS, bounds=(0.0, 1.0))
+    start = list(m.start.values())
+    for j in range(len(members)):
+        start[j].setlb(float(min(r[j], 1.0)))
+    return start, arr.upload[members] / D
+
+
+def _deadline_rows(m: pyo.ConcreteModel, p: np.ndarray, xs: list) -> None:
+    """``c_deadline[k]``: ``start[k] + p_k select[k] <= 1`` (columns of ``xs``:
+    ``select`` 0..k-1, then ``start`` k..2k-1)."""
+    k = len(p)
+    if k:
+        rows = np.repeat(np.arange(k), 2)
+        cols = np.stack([k + np.arange(k), np.arange(k)], 1).ravel()
+        vals = np.stack([np.ones(k), p], 1).ravel()
+        m.c_deadline = LinearRows.from_coo(rows, cols, vals, k, np.full(k, -INF), np.ones(k), xs)
+
+
 def shared_members(arr: ClientArrays) -> np.ndarray:
     """Clients the shared-uplink model needs: allowed clients that could finish alone,
     plus every ``must_include`` client (which makes the model infeasible if it cannot)."""
@@ -117,16 +142,10 @@ def build_shared(
     if members is None:
         members = shared_members(arr)
     members = members[np.lexsort((arr.upload[members], arr.ready[members]))]
-    D = arr.deadline
     m = pyo.ConcreteModel(name="client_selection_shared")
     sel = _selection_vars(m, arr, members)
     k = len(members)
-    r = arr.ready[members] / D
-    p = arr.upload[members] / D
-    m.start = pyo.Var(m.CLIENTS, bounds=(0.0, 1.0))
-    start = list(m.start.values())
-    for j in range(k):
-        start[j].setlb(float(min(r[j], 1.0)))
+    start, p = _start_vars(m, arr, members)
     xs = [*sel, *start]  # columns: select 0..k-1, start k..2k-1
     if k > 1:
         rows = np.repeat(np.arange(k - 1), 3)
@@ -135,11 +154,7 @@ def build_shared(
         m.c_chain = LinearRows.from_coo(
             rows, cols, vals, k - 1, np.zeros(k - 1), np.full(k - 1, INF), xs
         )
-    if k:
-        rows = np.repeat(np.arange(k), 2)
-        cols = np.stack([k + np.arange(k), np.arange(k)], 1).ravel()
-        vals = np.stack([np.ones(k), p], 1).ravel()
-        m.c_deadline = LinearRows.from_coo(rows, cols, vals, k, np.full(k, -INF), np.ones(k), xs)
+    _deadline_rows(m, p, xs)
     _side_rows(m, inst, arr, members, sel)
     _objective(m, arr, members, sel, objective)
     return m
@@ -321,27 +336,17 @@ def build_shared_disjunctive(
     arr = inst.arrays
     if members is None:
         members = shared_members(arr)
-    D = arr.deadline
     m = pyo.ConcreteModel(name="client_selection_shared_disjunctive")
     sel = _selection_vars(m, arr, members)
     k = len(members)
-    r = arr.ready[members] / D
-    p = arr.upload[members] / D
-    m.start = pyo.Var(m.CLIENTS, bounds=(0.0, 1.0))
-    start = list(m.start.values())
-    for j in range(k):
-        start[j].setlb(float(min(r[j], 1.0)))
+    start, p = _start_vars(m, arr, members)
     ii, jj = np.triu_indices(k, 1)
     P = len(ii)
     m.PAIRS = pyo.RangeSet(0, P - 1) if P else pyo.Set(initialize=[])
     m.before = pyo.Var(m.PAIRS, domain=pyo.Binary)
     before = list(m.before.values())
     xs = [*sel, *start, *before]
-    if k:
-        rows = np.repeat(np.arange(k), 2)
-        cols = np.stack([k + np.arange(k), np.arange(k)], 1).ravel()
-        vals = np.stack([np.ones(k), p], 1).ravel()
-        m.c_deadline = LinearRows.from_coo(rows, cols, vals, k, np.full(k, -INF), np.ones(k), xs)
+    _deadline_rows(m, p, xs)
     if P:
         Mi, Mj = 1.0 + p[ii], 1.0 + p[jj]
         e = np.arange(P)
