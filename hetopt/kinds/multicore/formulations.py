@@ -174,6 +174,15 @@ def _skeleton(arr: MulticoreArrays, plan: Plan, binary_assign: bool) -> tuple[An
     return m, pairs
 
 
+def _base_layout(m: Any) -> _Layout:
+    """The first columns of every row block: ``assign``, ``makespan``, ``energy``."""
+    lay = _Layout()
+    lay.add("assign", m.assign)
+    lay.add("makespan", m.makespan)
+    lay.add("energy", m.energy)
+    return lay
+
+
 def _common_rows(m: Any, arr: MulticoreArrays, plan: Plan, pairs: Pairs, lay: _Layout) -> None:
     """``c_symmetry``, ``c_energy`` (``c_assign``, ``c_busy`` come from :func:`_skeleton`)."""
     K = len(pairs)
@@ -210,10 +219,7 @@ def _objective(m: Any, objective: str) -> None:
 def build_assignment(arr: MulticoreArrays, plan: Plan) -> pyo.ConcreteModel:
     """Independent tasks: ``makespan >= busy[c]`` for every core (R||Cmax)."""
     m, pairs = _skeleton(arr, plan, binary_assign=True)
-    lay = _Layout()
-    lay.add("assign", m.assign)
-    lay.add("makespan", m.makespan)
-    lay.add("energy", m.energy)
+    lay = _base_layout(m)
     _common_rows(m, arr, plan, pairs, lay)
     _objective(m, plan.objective)
     return m
@@ -245,10 +251,7 @@ def build_disjunctive(arr: MulticoreArrays, plan: Plan) -> pyo.ConcreteModel:
     m.ORDER_PAIRS = pyo.RangeSet(0, len(op) - 1)
     m.order = pyo.Var(m.ORDER_PAIRS, within=pyo.Binary)
     m._order_pairs = op
-    lay = _Layout()
-    lay.add("assign", m.assign)
-    lay.add("makespan", m.makespan)
-    lay.add("energy", m.energy)
+    lay = _base_layout(m)
     lay.add("start", m.start)
     lay.add("order", m.order)
     _common_rows(m, arr, plan, pairs, lay)
@@ -329,10 +332,7 @@ def build_time_indexed(arr: MulticoreArrays, plan: Plan) -> pyo.ConcreteModel:
     m.SLOTS = pyo.RangeSet(0, S - 1)
     m.start_at = pyo.Var(m.SLOTS, within=pyo.Binary)
     m._slots = slots
-    lay = _Layout()
-    lay.add("assign", m.assign)
-    lay.add("makespan", m.makespan)
-    lay.add("energy", m.energy)
+    lay = _base_layout(m)
     lay.add("start_at", m.start_at)
     _common_rows(m, arr, plan, pairs, lay)
     a, z, mk = lay["assign"], lay["start_at"], lay["makespan"]
