@@ -7,15 +7,14 @@ from pathlib import Path
 import click
 
 from ...cli import emit_instance, handle_errors
+from .._shared.cli import output_option, seed_option
 
 
 @click.command("client-selection")
 @click.option(
     "--clients", "num_clients", type=click.IntRange(min=1), required=True, help="Number of clients."
 )
-@click.option(
-    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Random seed."
-)
+@seed_option()
 @click.option(
     "--deadline",
     "deadline_s",
@@ -60,12 +59,7 @@ from ...cli import emit_instance, handle_errors
     type=click.Choice(["max_clients", "max_weight", "min_duration"]),
     help="Objective to record (min_duration also writes class_targets).",
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Output file (default: stdout).",
-)
+@output_option()
 @handle_errors
 def generate_cmd(
     num_clients: int,

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ...cli import emit_instance, handle_errors
+from .._shared.cli import output_option, seed_option
 
 
 @click.command("cpu-gpu")
@@ -19,9 +20,7 @@ from ...cli import emit_instance, handle_errors
 )
 @click.option("--cpus", "num_cpus", type=click.IntRange(min=0), default=1, show_default=True)
 @click.option("--gpus", "num_gpus", type=click.IntRange(min=0), default=1, show_default=True)
-@click.option(
-    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Random seed."
-)
+@seed_option()
 @click.option(
     "--divisible",
     "divisible_fraction",
@@ -43,12 +42,7 @@ from ...cli import emit_instance, handle_errors
     default="makespan",
     show_default=True,
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Output file (default: stdout).",
-)
+@output_option()
 @handle_errors
 def generate_cmd(
     num_programs: int,

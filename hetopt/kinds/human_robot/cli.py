@@ -7,12 +7,13 @@ from pathlib import Path
 import click
 
 from ...cli import emit_instance, handle_errors
+from .._shared.cli import output_option, seed_option
 
 
 @click.command("human-robot")
 @click.option("--tasks", "num_tasks", type=click.IntRange(min=1), required=True, help="Tasks.")
 @click.option("--agents", "num_agents", type=click.IntRange(min=1), required=True, help="Agents.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed.")
+@seed_option("Seed.")
 @click.option(
     "--humans",
     "human_fraction",
@@ -43,12 +44,7 @@ from ...cli import emit_instance, handle_errors
     help="Fraction of tasks with a deadline.",
 )
 @click.option("--objective", help="Objective to record in the instance.")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Output file (default: stdout).",
-)
+@output_option()
 @handle_errors
 def generate_cmd(
     num_tasks: int,

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ...cli import emit_instance, handle_errors
+from .._shared.cli import output_option, seed_option
 
 
 @click.command("multi-resource")
@@ -16,9 +17,7 @@ from ...cli import emit_instance, handle_errors
 @click.option(
     "--servers", "num_servers", type=click.IntRange(min=1), required=True, help="Number of servers."
 )
-@click.option(
-    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Random seed."
-)
+@seed_option()
 @click.option("--gpus-per-server", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option("--cpus-per-server", type=click.FloatRange(min=0), default=24.0, show_default=True)
 @click.option("--mem-gb-per-server", type=click.FloatRange(min=0), default=500.0, show_default=True)
@@ -29,12 +28,7 @@ from ...cli import emit_instance, handle_errors
     show_default=True,
     help="Synergy profile set (CPU:GPU ratio 3, 4, 5 or 6).",
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Output file (default: stdout).",
-)
+@output_option()
 @handle_errors
 def generate_cmd(
     num_jobs: int,

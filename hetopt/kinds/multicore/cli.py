@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ...cli import emit_instance, handle_errors
+from .._shared.cli import output_option, seed_option
 from .generate import FAMILIES
 
 
@@ -19,16 +20,9 @@ from .generate import FAMILIES
 )
 @click.option("--machines", type=click.IntRange(min=1), required=True, help="Number of cores.")
 @click.option("--tasks", type=click.IntRange(min=1), required=True, help="Number of tasks.")
-@click.option(
-    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Random seed."
-)
+@seed_option()
 @click.option("--objective", help="Objective to record in the instance.")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Output file (default: stdout).",
-)
+@output_option()
 @handle_errors
 def generate_cmd(
     family: str,
