@@ -765,6 +765,10 @@ def solve_decomposed(
         raise UsageError(
             f"unknown decomposition method {method!r}; expected one of: {', '.join(METHODS)}"
         )
+    if inst.kind == "multi_resource" and partitions == 1:
+        # one part is the whole instance: the exact monolithic MILP (as K=1 is for
+        # gpu_cluster), so a sweep over K = 1, 2, 4, ... does not fail at K = 1
+        return kind.solve(inst, name, options, **params)
     if inst.kind == "multi_resource" and partitions > 1:
         from .multi_resource import solve_partitioned_multi_resource
 
