@@ -311,3 +311,27 @@ def test_subprocess_bad_instance_one_line(tmp_path: Path, kind: str) -> None:
     )
     assert proc.returncode == 3, proc.stderr
     one_clear_line(proc.stderr, must_contain=str(bad))
+
+
+# --- decomposition (solve --partitions) on every shipped instance ----------------------
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=rel)
+def test_partitions_never_crash_and_k1_is_exact(path: Path) -> None:
+    codes = {}
+    for k in (1, 2):
+        code, out, err = run("solve", path, "--partitions", str(k), "--json", "--time-limit", "10")
+        assert code in (0, 2, 4, 5), (k, code, err)
+        codes[k] = code
+        if code == 2:
+            one_clear_line(err)
+            continue
+        data = check_solve_output(path, code, out, err)
+        assert data is not None
+        if k == 1 and data["status"] == "optimal":
+            mono = json.loads(run("solve", path, "--json", "--time-limit", "10")[1])
+            assert data["objective_value"] == pytest.approx(mono["objective_value"], rel=1e-6)
+    # splitting into parts is an approximation of the whole; if it is offered, the
+    # exact one-part solve must be offered too
+    if codes[2] != 2:
+        assert codes[1] != 2, "--partitions 2 works but --partitions 1 is a usage error"
