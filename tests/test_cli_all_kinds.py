@@ -335,3 +335,27 @@ def test_partitions_never_crash_and_k1_is_exact(path: Path) -> None:
     # exact one-part solve must be offered too
     if codes[2] != 2:
         assert codes[1] != 2, "--partitions 2 works but --partitions 1 is a usage error"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="core bug: hetopt solve exits 0 with status 'optimal' when the kind's verifier "
+    "rejects the solution (verification.ok false); STATUS_EXIT in hetopt/cli.py ignores "
+    "the verification, so scripts take a wrong answer for a right one",
+)
+def test_failed_verification_is_not_exit_0(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hetopt
+    from hetopt import Verification
+
+    path = smallest_instance("cpu_gpu")
+    assert path is not None
+    kind = hetopt.get_kind("cpu_gpu")
+
+    def failing_verify(instance: Any, result: Any) -> Verification:
+        return Verification(ok=False, objective_value=None, violations=("injected",), checks=())
+
+    monkeypatch.setattr(kind, "verify", failing_verify)
+    code, out, _ = run("solve", path, "--json")
+    data = json.loads(out) if out.strip() else {}
+    assert not (code == 0 and data.get("verification", {}).get("ok") is False)
