@@ -238,7 +238,18 @@ class HumanRobotKind(Kind):
             from .decomposition import solve_decomposition
 
             return solve_decomposition(self, instance, objective, options, fa, fs, now, info)
-        return self._solve_exact(instance, objective, options, fa, fs, now, info, diagnose)
+        result = self._solve_exact(instance, objective, options, fa, fs, now, info, diagnose)
+        ver = result.verification
+        if result.status.has_solution and ver is not None and not ver.ok:
+            # numerical trouble (e.g. durations 12 orders of magnitude apart: the MILP's
+            # tolerance in scaled time exceeds the short tasks): never report a schedule
+            # the verifier rejects; fall back to the decomposition, which is verified
+            log.warning("the exact MILP's schedule fails verification (%s)", ver.violations[0])
+            info = {**info, "method": "decomposition", "exact_rejected": ver.violations[0]}
+            from .decomposition import solve_decomposition
+
+            return solve_decomposition(self, instance, objective, options, fa, fs, now, info)
+        return result
 
     def verify(self, instance: HumanRobotInstance, result: Result) -> Verification:
         fixed = result.info.get("fixed") if result.info else None
