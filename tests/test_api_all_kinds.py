@@ -392,8 +392,6 @@ HUGE_COEFFICIENT_CASES = {
 WRONG_ANSWER_CASES: dict[str, str] = {
     "client_selection/oort_testing.json: clients.0.ready_s = 1e300": "client_selection",
     "client_selection/oort_testing.json: clients.0.upload_s = 1e300": "client_selection",
-    "human_robot/small.json: tasks.0.duration_s.robot = 1e300": "human_robot",
-    "human_robot/small.json: tasks.0.duration_s.human = 1e300": "human_robot",
 }
 
 
