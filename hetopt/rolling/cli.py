@@ -106,6 +106,8 @@ def simulate_cmd(
         raise UsageError("give either a TRACE file or --generate-jobs N (not both)")
     if compare and agnostic:
         raise UsageError("--compare already runs the agnostic variant; drop --agnostic")
+    if plot_file is not None:  # check before a long simulation, not after it
+        _check_plot_file(plot_file)
     w = parse_workers(workers)
     table = load_table(throughputs)
     if trace is not None:
@@ -137,7 +139,10 @@ def simulate_cmd(
 
         matplotlib.use("Agg")
         ax = plot_jct_cdf([res] if other is None else [res, other])
-        ax.figure.savefig(plot_file, dpi=120, bbox_inches="tight")
+        try:
+            ax.figure.savefig(plot_file, dpi=120, bbox_inches="tight")
+        except OSError as exc:
+            raise UsageError(f"--plot {plot_file}: cannot write: {exc.strerror or exc}") from None
     if as_json:
         out = res.to_dict()
         if other is not None:
@@ -151,6 +156,24 @@ def simulate_cmd(
         click.echo(f"mean JCT agnostic / heterogeneity-aware: {ratio:.2f}x")
     if plot_file is not None:
         click.echo(f"plot: {plot_file}")
+
+
+def _check_plot_file(path: Path) -> None:
+    """A usage error (exit 2) for a --plot file matplotlib cannot write."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    formats = Figure().canvas.get_supported_filetypes()
+    suffix = path.suffix.lstrip(".").lower()
+    if suffix and suffix not in formats:  # no suffix: matplotlib writes PNG
+        raise UsageError(
+            f"--plot {path}: unsupported format {suffix!r}; expected one of: "
+            f"{', '.join(sorted(formats))}"
+        )
+    if not path.parent.is_dir():
+        raise UsageError(f"--plot {path}: directory {path.parent} does not exist")
 
 
 def _echo(s: dict[str, Any], name: str) -> None:
