@@ -147,7 +147,9 @@ def _check_shared(
         problems.append(
             f"client {ids[i]!r} finishes at {finish[i]:.9g} s, after the deadline {arr.deadline:g} s"
         )
-    order = np.argsort(start, kind="stable")
+    # by start, then finish: a zero-length upload that starts when a longer one does is
+    # not an overlap (sorting by start alone compared it against the longer one's end)
+    order = np.lexsort((finish, start))
     s, f = start[order], finish[order]
     overlap = s[1:] < f[:-1] - tol
     if overlap.any():
