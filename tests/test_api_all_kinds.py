@@ -459,3 +459,54 @@ def test_gpu_cluster_extreme_weight_is_verified() -> None:
     data["jobs"][0]["weight"] = 1e9
     result = hetopt.solve(data)
     check_result(data, result)
+
+
+# --- seeded random structural fuzzing (any nested field, not only the first element) ---
+
+RANDOM_VALUES: tuple[Any, ...] = (0, -1, 0.5, 2, "", "x", None, True, [], {}, [1], {"a": 1})
+RANDOM_MUTANTS_PER_FILE = 40
+
+
+def _all_paths(obj: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    if path:
+        yield path
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _all_paths(v, (*path, k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _all_paths(v, (*path, i))
+
+
+def random_mutant(data: dict[str, Any], rng: random.Random) -> tuple[str, dict[str, Any]]:
+    """Delete, duplicate or overwrite one random nested field (never ``kind``)."""
+    d = copy.deepcopy(data)
+    path = rng.choice([p for p in _all_paths(d) if p[0] != "kind"])
+    parent: Any = d
+    for key in path[:-1]:
+        parent = parent[key]
+    op = rng.random()
+    where = ".".join(str(p) for p in path)
+    if op < 0.25:
+        del parent[path[-1]]
+        return f"delete {where}", d
+    if op < 0.35 and isinstance(parent, list):
+        parent.append(copy.deepcopy(parent[path[-1]]))
+        return f"duplicate {where}", d
+    value = copy.deepcopy(rng.choice(RANDOM_VALUES))
+    parent[path[-1]] = value
+    return f"{where} = {json.dumps(value)}", d
+
+
+@pytest.mark.parametrize(
+    "path", shipped_instances(FUZZ_MAX_ENTITIES), ids=lambda p: str(p.relative_to(INSTANCES))
+)
+def test_api_random_mutants_never_crash(path: Path) -> None:
+    data = load_json(path)
+    rng = random.Random(f"{FUZZ_SEED}:{path.relative_to(INSTANCES)}")
+    for _ in range(RANDOM_MUTANTS_PER_FILE):
+        label, mutant = random_mutant(data, rng)
+        try:
+            check_accepted_or_rejected(mutant)
+        except Exception as exc:
+            raise AssertionError(f"{label}: {type(exc).__name__}: {exc}") from exc
