@@ -245,6 +245,8 @@ class ClientSelectionKind(Kind):
         formulation: str = "erd",
     ) -> Result:
         _check_formulation(formulation)
+        if not isinstance(baseline, bool):  # -p baseline=bogus must not read as true
+            raise UsageError(f"baseline must be true or false, got {baseline!r}")
         if formulation != "erd":
             if instance.uplink != "shared" or objective == "min_duration":
                 raise UsageError("formulation 'disjunctive' applies to the shared-uplink MILP")
