@@ -221,6 +221,8 @@ class HumanRobotKind(Kind):
         fa, fs, clean = parse_fixed(arr, fixed)
         if method not in ("auto", "exact", "decomposition"):
             raise UsageError(f"method must be 'auto', 'exact' or 'decomposition', got {method!r}")
+        if not isinstance(diagnose, bool):  # -p diagnose=bogus must not read as true
+            raise UsageError(f"diagnose must be true or false, got {diagnose!r}")
         if method == "auto":
             pairs = int(arr.capable.sum())
             small = pairs <= EXACT_MAX_PAIRS and arr.num_tasks <= EXACT_MAX_TASKS
