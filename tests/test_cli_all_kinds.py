@@ -410,3 +410,36 @@ def test_generate_output_in_missing_directory(tmp_path: Path, name: str) -> None
     code, _, err = run("generate", name, *_small_args(name), "--seed", "1", "-o", target)
     assert code == 2, (code, err)
     one_clear_line(err, must_contain=str(target))
+
+
+# --- kind parameters (-p KEY=VALUE): a nonsense value is never silently used -----------
+
+_BAD_PARAM_BUGS = {
+    ("gpu_cluster", "agnostic"): "gpu_cluster: -p agnostic=<anything> is read by truthiness",
+    ("multicore", "pareto_points"): "multicore: pareto_points is not checked unless the "
+    "objective is pareto (a bad value is silently dropped)",
+}
+
+
+def _param_cases() -> list[Any]:
+    cases = []
+    for kind in KINDS:
+        for param in KINDS_JSON[kind]["params"]:
+            marks = []
+            if (kind, param) in _BAD_PARAM_BUGS:
+                marks.append(
+                    pytest.mark.xfail(
+                        strict=True, raises=AssertionError, reason=_BAD_PARAM_BUGS[kind, param]
+                    )
+                )
+            cases.append(pytest.param(kind, param, id=f"{kind}:{param}", marks=marks))
+    return cases
+
+
+@pytest.mark.parametrize(("kind", "param"), _param_cases())
+def test_nonsense_param_value_is_rejected(kind: str, param: str) -> None:
+    path = smallest_instance(kind)
+    assert path is not None
+    code, _, err = run("solve", path, "-p", f"{param}=no-such-value", "--time-limit", "10")
+    assert code in (2, 3), (code, err)
+    one_clear_line(err, must_contain=param)
