@@ -68,9 +68,9 @@ def solve(
     """
     inst, source = load(instance)
     kind = kind_of(inst)
-    name = kind.resolve_objective(inst, objective)
-    kind.check_params(params)
     try:
+        name = kind.resolve_objective(inst, objective)
+        kind.check_params(params)
         return kind.solve(inst, name, options or SolveOptions(), **params)
     except InstanceError as exc:
         raise (exc.with_source(source) if source and not exc.source else exc) from None
@@ -82,9 +82,9 @@ def build_model(
     """The Pyomo model hetopt would solve (for inspection or another solver)."""
     inst, source = load(instance)
     kind = kind_of(inst)
-    name = kind.resolve_objective(inst, objective)
-    kind.check_params(params)
     try:
+        name = kind.resolve_objective(inst, objective)
+        kind.check_params(params)
         return kind.build(inst, name, **params)
     except InstanceError as exc:
         raise (exc.with_source(source) if source and not exc.source else exc) from None

@@ -96,6 +96,9 @@ def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
             _die(EXIT_USAGE, str(exc))
         except HetoptError as exc:
             _die(EXIT_INTERNAL, str(exc))
+        except OSError as exc:  # a file the user named cannot be read or written
+            name = exc.filename if exc.filename is not None else ""
+            _die(EXIT_USAGE, f"cannot use file {name}: {exc.strerror or exc}")
         except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
             raise
         except Exception as exc:  # never a traceback for users
@@ -191,6 +194,17 @@ def _setup_logging(verbose: int) -> None:
 @click.version_option(package_name="hetopt")
 def main() -> None:
     """hetopt: exact optimisation (Pyomo + HiGHS) for work on heterogeneous resources."""
+
+
+def _check_writable(path: Path | None, option: str) -> None:
+    """Fail before solving when an output file cannot be created."""
+    if path is None:
+        return
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        _die(EXIT_USAGE, f"{option} {path}: directory {parent} does not exist")
+    if path.is_dir():
+        _die(EXIT_USAGE, f"{option} {path}: is a directory")
 
 
 def _parse_param(values: tuple[str, ...]) -> dict[str, Any]:
@@ -304,6 +318,7 @@ def solve(
     from .options import SolveOptions
 
     _setup_logging(verbose)
+    _check_writable(output, "--output")
     opts = SolveOptions.from_file(options_file) if options_file else SolveOptions()
     changes = {
         k: v

@@ -13,11 +13,32 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from .errors import InstanceError
 
 _FIELD_MARK = "@@"
+MAX_ABS = 1e12
+"""Largest magnitude a number in an instance may have (HiGHS treats 1e20 as infinite and
+rejects matrix coefficients from 1e15 on)."""
+
+
+def _find_huge(data: Any, path: str) -> str | None:
+    if isinstance(data, bool):
+        return None
+    if isinstance(data, int | float):
+        return path or "(value)" if math.isfinite(data) and abs(data) > MAX_ABS else None
+    if isinstance(data, Mapping):
+        for k, v in data.items():
+            found = _find_huge(v, f"{path}.{k}" if path else str(k))
+            if found is not None:
+                return found
+    elif isinstance(data, list | tuple):
+        for i, v in enumerate(data):
+            found = _find_huge(v, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
 
 
 class InstanceBase(BaseModel):
@@ -35,6 +56,16 @@ class InstanceBase(BaseModel):
         arbitrary_types_allowed=False,
     )
     kind_name: ClassVar[str] = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reject_huge_numbers(cls, data: Any) -> Any:
+        """Numbers beyond ``MAX_ABS`` would reach HiGHS as coefficients it rejects (or
+        drown its tolerances); name the field instead of failing inside the solver."""
+        path = _find_huge(data, "")
+        if path is not None:
+            raise fail(path, f"number too large (|value| > {MAX_ABS:g}); use other units")
+        return data
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -143,10 +174,17 @@ def load_data(path: str | Path) -> dict[str, Any]:
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise InstanceError(f"not valid YAML: {exc}", None, src) from None
+            where = ""
+            mark = getattr(exc, "problem_mark", None)
+            if mark is not None:
+                where = f" at line {mark.line + 1}, column {mark.column + 1}"
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise InstanceError(f"not valid YAML: {problem}{where}", None, src) from None
     else:
         try:
-            data = json.loads(text, parse_constant=_reject_constant)
+            data = json.loads(
+                text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates
+            )
         except json.JSONDecodeError as exc:
             raise InstanceError(
                 f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}", None, src
@@ -158,6 +196,15 @@ def load_data(path: str | Path) -> dict[str, Any]:
             f"expected a JSON object with a 'kind' field, got {type(data).__name__}", None, src
         )
     return data
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"not valid JSON: the key {key!r} appears twice in one object")
+        out[key] = value
+    return out
 
 
 def _reject_constant(name: str) -> float:

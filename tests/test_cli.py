@@ -126,6 +126,11 @@ def _with(**changes: object) -> dict:
 
 
 BAD_INSTANCES = {
+    "duplicate_key": (
+        '{"kind": "gpu_cluster", "workers": {"v100": 1}, "workers": {"v100": 2}, "jobs": []}',
+        "'workers' appears twice",
+    ),
+    "huge_number": (json.dumps(_with(workers={"v100": 10**14})), "workers.v100: number too large"),
     "malformed": ("{not json", "not valid JSON"),
     "not_object": ("[1, 2]", "expected a JSON object"),
     "no_kind": (json.dumps({"workers": {}}), "kind"),
@@ -189,11 +194,20 @@ def test_missing_steps_for_makespan_names_field(tmp_path: Path) -> None:
     assert run("solve", str(f))[0] == 0  # max-min does not need steps
 
 
-def test_unknown_objective_in_file_is_usage_error(tmp_path: Path) -> None:
+def test_unknown_objective_in_file_is_invalid_instance(tmp_path: Path) -> None:
     f = tmp_path / "obj.json"
     f.write_text(json.dumps(_with(objective="fastest")))
     code, _, err = run("solve", str(f))
-    assert code == 2 and "fastest" in err
+    assert code == 3 and "fastest" in err and str(f) in err and "objective" in err
+    # the --objective flag overrides the file's field; a bad flag is a usage error
+    assert run("solve", str(f), "--objective", "makespan")[0] == 0
+    assert run("solve", str(f), "--objective", "fastest")[0] == 2
+
+
+def test_output_in_missing_directory_is_usage_error(tmp_path: Path) -> None:
+    target = tmp_path / "nope" / "r.json"
+    code, _, err = run("solve", str(EXAMPLE), "--output", str(target))
+    assert code == 2 and str(target) in err and len(err.strip().splitlines()) == 1
 
 
 def test_missing_file() -> None:

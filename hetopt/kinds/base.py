@@ -66,7 +66,15 @@ class Kind:
         return [o.name for o in self.objectives]
 
     def resolve_objective(self, instance: Any, objective: str | None) -> str:
-        name = objective or getattr(instance, "objective", None) or self.objectives[0].name
+        from_file = getattr(instance, "objective", None)
+        name = objective or from_file or self.objectives[0].name
+        if objective is None and from_file is not None and name not in self.objective_names():
+            # bad input in the instance itself: an invalid instance (exit 3), naming the field
+            raise InstanceError(
+                f"unknown objective {name!r}; kind {self.name!r} offers: "
+                f"{', '.join(self.objective_names())}",
+                "objective",
+            )
         if name not in self.objective_names():
             raise UsageError(
                 f"kind {self.name!r} has no objective {name!r}; expected one of: "
@@ -186,7 +194,17 @@ def finish(
         info=extra,
     )
     if status.has_solution:
-        result = _replace(result, verification=kind.verify(instance, result))
+        verification = kind.verify(instance, result)
+        result = _replace(result, verification=verification)
+        if not verification.ok:
+            # never report a solution the independent check rejects as optimal/feasible;
+            # the tables stay for inspection
+            first = verification.violations[0] if verification.violations else "?"
+            result = _replace(
+                result,
+                status=Status.ERROR,
+                termination=f"{result.termination}; verifier rejected the solution: {first}",
+            )
     return result
 
 

@@ -115,15 +115,21 @@ def build_max_min_fairness(
     ``thr`` overrides the throughputs used to *allocate* (the agnostic baseline);
     ``weight`` overrides the job weights (entity weights in water-filling); ``mult``
     makes row ``i`` stand for ``mult[i]`` identical jobs (symmetry groups). The
-    objective variable is ``z = kappa * min_i value_i`` with ``kappa`` =
-    :func:`contention`, so it is O(1) however oversubscribed the cluster is.
+    objective variable is ``z = kappa * min_i value_i`` with ``kappa`` the larger of
+    :func:`contention` and ``1 / min_i (best value job i could reach alone)``, so it is
+    O(1) however oversubscribed the cluster or extreme the weights.
     """
     thr = arr.thr if thr is None else thr
     pairs = Pairs.of(arr)
     m = _base(arr, pairs, mult)
-    kappa = contention(arr, mult)
+    full = max_min_coefficients(arr, thr, weight)
+    # no job's value can exceed its best type full time: if even that bound is tiny
+    # (e.g. a weight of 1e9), scale z up so the optimum is O(1) and not lost below
+    # HiGHS's tolerances
+    upper = float(np.where(arr.allowed, full, 0.0).max(axis=1).min())
+    kappa = max(contention(arr, mult), 1.0 / upper if upper > 0 else 1.0)
     m.kappa = pyo.Param(initialize=kappa, mutable=False)
-    coef = max_min_coefficients(arr, thr, weight)[pairs.job, pairs.type] * kappa
+    coef = full[pairs.job, pairs.type] * kappa
     # c_fair[i]: sum_t kappa * scale_i * thr[i,t] / (weight_i * p_i) * alloc[i,t] >= z
     m.c_fair = _per_job_rows(m, pairs, arr.num_jobs, coef)
     m.obj = pyo.Objective(expr=m.z, sense=pyo.maximize)
