@@ -22,6 +22,7 @@ from test_api_all_kinds import (
     FUZZ_CASES,
     INSTANCES,
     KINDS,
+    SOLVER_LIMIT_BUGS,
     Mutation,
     dump,
     entity_ids,
@@ -488,3 +489,23 @@ def test_malformed_yaml_is_one_line(tmp_path: Path, kind: str) -> None:
     code, _, err = run("validate", bad)
     assert code == 3, (code, err)
     one_clear_line(err, must_contain=str(bad))
+
+
+# --- a time limit far too short is a status (5, or 0 with an incumbent), never a crash ---
+
+
+@pytest.mark.parametrize(("path", "objective"), OBJECTIVE_CASES)
+def test_tiny_time_limit_is_a_status(path: Path, objective: str) -> None:
+    if (load_json(path)["kind"], objective) in SOLVER_LIMIT_BUGS:
+        # timing-dependent here; reproduced deterministically (and xfail) by
+        # test_api_all_kinds::test_solver_stopped_early_is_an_honest_status
+        pytest.skip("known bug when HiGHS stops early (see test_api_all_kinds)")
+    code, out, err = run("solve", path, "-O", objective, "--json", "--time-limit", "0.001")
+    assert code in (0, 2, 3, 4, 5), (code, err)
+    if code in (2, 3):
+        one_clear_line(err)
+        return
+    data = check_solve_output(path, code, out, err)
+    assert data is not None
+    if data["status"] == "feasible" and data["bound"] is not None and data["gap"] is not None:
+        assert data["gap"] >= 0
