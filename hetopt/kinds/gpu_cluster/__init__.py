@@ -263,9 +263,12 @@ class GpuClusterKind(Kind):
         if objective == "max_min_fairness":
             p = arr.proportional_throughput()
             jobs["normalized_throughput"] = arr.scale * thr_eff / (arr.weight * p)
-            if agnostic:
+            if agnostic or raw.status != Status.OPTIMAL:
+                # the true value of the allocation returned (an interrupted LP's z is only
+                # a lower estimate of it)
                 value = float(jobs["normalized_throughput"].min())
-                info["agnostic_lp_value"] = z / float(pyo.value(m.kappa)) * z_scale
+                key = "agnostic_lp_value" if agnostic else "lp_value"
+                info[key] = z / float(pyo.value(m.kappa)) * z_scale
             else:
                 value = z / float(pyo.value(m.kappa)) * z_scale
         else:
@@ -277,9 +280,9 @@ class GpuClusterKind(Kind):
             if z <= 1e-9:
                 status, termination = Status.INFEASIBLE, "some job can make no progress"
                 value = None
-            elif agnostic:
+            elif agnostic or raw.status != Status.OPTIMAL:
                 value = float(jobs["finish_s"].max())
-                info["agnostic_lp_value"] = t_ref / z
+                info["agnostic_lp_value" if agnostic else "lp_value"] = t_ref / z
             else:
                 value = t_ref / z
         bound = gap = None
@@ -290,6 +293,8 @@ class GpuClusterKind(Kind):
         )
 
     def verify(self, instance: GpuClusterInstance, result: Result) -> Verification:
+        if "allocation" not in result.tables:
+            return Verification(ok=False, violations=("the result has no allocation table",))
         return V.verify(
             instance,
             result.objective,

@@ -140,7 +140,15 @@ def _assemble(
         info=info,
     )
     if status.has_solution:
-        res = replace(res, verification=kind.verify(inst, res))
+        verification = kind.verify(inst, res)
+        res = replace(res, verification=verification)
+        if not verification.ok:  # never report a rejected solution as optimal/feasible
+            first = verification.violations[0] if verification.violations else "?"
+            res = replace(
+                res,
+                status=Status.ERROR,
+                termination=f"{termination}; verifier rejected the solution: {first}",
+            )
     t_end = time.perf_counter()
     timings = dict(timings)
     timings["load_s"] = timings.get("load_s", 0.0) + max(
@@ -349,6 +357,9 @@ def solve_water_filling(
 
 
 def _failed(raw: RawSolution, x_best: np.ndarray | None) -> tuple[Status, str]:
+    if x_best is None and raw.status == Status.FEASIBLE:
+        # an interrupted first level leaves no allocation to report
+        return Status.NO_SOLUTION, f"{raw.termination} (stopped before the first level)"
     if x_best is not None and raw.status in (Status.FEASIBLE, Status.NO_SOLUTION):
         return Status.FEASIBLE, f"{raw.termination} (stopped before the last level)"
     if x_best is not None and raw.status == Status.OPTIMAL:
