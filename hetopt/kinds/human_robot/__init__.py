@@ -242,7 +242,9 @@ class HumanRobotKind(Kind):
             return solve_decomposition(self, instance, objective, options, fa, fs, now, info)
         result = self._solve_exact(instance, objective, options, fa, fs, now, info, diagnose)
         ver = result.verification
-        if result.status.has_solution and ver is not None and not ver.ok:
+        if ver is not None and not ver.ok and "schedule" in result.tables:
+            # (the core marks such a result status 'error' since 9745c41; checking the
+            # verdict, not the status, keeps the fallback working either way)
             # numerical trouble (e.g. durations 12 orders of magnitude apart: the MILP's
             # tolerance in scaled time exceeds the short tasks): never report a schedule
             # the verifier rejects; fall back to the decomposition, which is verified
