@@ -117,30 +117,9 @@ def test_every_kind_has_a_shipped_instance() -> None:
 # --- 2. mutation fuzzing: exit 3 (2 for a bad objective) and one line with the path ------
 
 
-# Kinds whose instance model does not check "objective" itself: the core then reports an
-# unknown objective from the FILE as a usage error without naming the file or the field.
-OBJECTIVE_FROM_FILE_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="core bug: Kind.resolve_objective (hetopt/kinds/base.py) raises UsageError "
-    "'kind K has no objective X' without the file path or the field 'objective' when the "
-    "unknown objective comes from the instance file (client_selection names both, exit 3)",
-)
-_OBJECTIVE_CHECKED_BY_INSTANCE = {"client_selection"}
-
-
-def _cli_fuzz_cases() -> list[Any]:
-    cases = []
-    for case in FUZZ_CASES:
-        path, mutation = case.values
-        kind = load_json(path)["kind"]
-        if mutation.bad_objective and kind not in _OBJECTIVE_CHECKED_BY_INSTANCE:
-            cases.append(pytest.param(path, mutation, id=case.id, marks=OBJECTIVE_FROM_FILE_BUG))
-        else:
-            cases.append(case)
-    return cases
-
-
-@pytest.mark.parametrize(("path", "mutation"), _cli_fuzz_cases())
+# (An unknown objective in the FILE was a usage error without the file name; fixed in the
+# core in 9745c41: it is now exit 3 naming the file and the field.)
+@pytest.mark.parametrize(("path", "mutation"), FUZZ_CASES)
 def test_cli_rejects_mutated_instance(tmp_path: Path, path: Path, mutation: Mutation) -> None:
     bad = tmp_path / f"bad_{path.name}"
     bad.write_text(dump(mutation.data))
@@ -338,13 +317,6 @@ def test_partitions_never_crash_and_k1_is_exact(path: Path) -> None:
         assert codes[1] != 2, "--partitions 2 works but --partitions 1 is a usage error"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="core bug: hetopt solve exits 0 with status 'optimal' when the kind's verifier "
-    "rejects the solution (verification.ok false); STATUS_EXIT in hetopt/cli.py ignores "
-    "the verification, so scripts take a wrong answer for a right one",
-)
 def test_failed_verification_is_not_exit_0(monkeypatch: pytest.MonkeyPatch) -> None:
     import hetopt
     from hetopt import Verification
@@ -373,16 +345,6 @@ def test_simulate_bad_plot_file_is_usage_error(tmp_path: Path, plot: str) -> Non
     one_clear_line(err, must_contain=str(target))
 
 
-UNWRITABLE_OUTPUT_BUG = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="core bug: an output path in a missing directory gives exit 1 'internal error: "
-    "FileNotFoundError' (hetopt/cli.py handle_errors maps OSError to internal error) "
-    "instead of exit 2 naming the option",
-)
-
-
-@UNWRITABLE_OUTPUT_BUG
 @pytest.mark.parametrize("kind", KINDS)
 def test_solve_output_in_missing_directory(tmp_path: Path, kind: str) -> None:
     path = smallest_instance(kind)
@@ -393,7 +355,6 @@ def test_solve_output_in_missing_directory(tmp_path: Path, kind: str) -> None:
     one_clear_line(err, must_contain=str(target))
 
 
-@UNWRITABLE_OUTPUT_BUG
 @pytest.mark.parametrize("kind", KINDS)
 def test_export_output_in_missing_directory(tmp_path: Path, kind: str) -> None:
     path = smallest_instance(kind)
@@ -404,7 +365,6 @@ def test_export_output_in_missing_directory(tmp_path: Path, kind: str) -> None:
     one_clear_line(err, must_contain=str(target))
 
 
-@UNWRITABLE_OUTPUT_BUG
 @pytest.mark.parametrize("name", sorted(GENERATORS))
 def test_generate_output_in_missing_directory(tmp_path: Path, name: str) -> None:
     target = tmp_path / "missing" / "inst.json"
@@ -449,13 +409,6 @@ def test_nonsense_param_value_is_rejected(kind: str, param: str) -> None:
 # --- file-level problems: duplicate keys, malformed YAML -----------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="core bug: hetopt/instance.py parses JSON (and YAML) with the last duplicate key "
-    "winning, so a repeated field is silently dropped (repro: repeat the 'objective' key "
-    "with another value; 'hetopt validate' says valid and the second value is used)",
-)
 @pytest.mark.parametrize("kind", KINDS)
 def test_duplicate_key_is_rejected(tmp_path: Path, kind: str) -> None:
     path = smallest_instance(kind)
@@ -474,12 +427,6 @@ def test_duplicate_key_is_rejected(tmp_path: Path, kind: str) -> None:
     one_clear_line(err, must_contain=str(bad))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="core bug: a YAML syntax error is reported over several stderr lines (the "
-    "PyYAML message with its context marks), not one line",
-)
 @pytest.mark.parametrize("kind", KINDS)
 def test_malformed_yaml_is_one_line(tmp_path: Path, kind: str) -> None:
     path = smallest_instance(kind)
