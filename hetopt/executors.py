@@ -97,7 +97,16 @@ def dask_executor(address: str | None = None, **cluster_kwargs: Any) -> tuple[Ex
         raise OptionsError(
             f"a Dask scheduler needs the 'distributed' package (pip install hetopt[dask]): {exc}"
         ) from None
-    client = Client(LocalCluster(**cluster_kwargs)) if address is None else Client(address)
+    if address is None:
+        client = Client(LocalCluster(**cluster_kwargs))
+    else:
+        try:
+            client = Client(address)
+        except (OSError, ValueError) as exc:  # unreachable or malformed address
+            # (an OSError would otherwise read as a file problem in the CLI)
+            raise OptionsError(
+                f"cannot connect to the Dask scheduler at {address!r}: {exc}"
+            ) from None
     return client.get_executor(pure=False), client
 
 
