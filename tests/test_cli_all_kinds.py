@@ -456,3 +456,12 @@ def test_tiny_time_limit_is_a_status(path: Path, objective: str) -> None:
     assert data is not None
     if data["status"] == "feasible" and data["bound"] is not None and data["gap"] is not None:
         assert data["gap"] >= 0
+
+
+def test_malformed_scheduler_address_is_usage_error() -> None:
+    pytest.importorskip("distributed")
+    path = INSTANCES / "gpu_cluster" / "example.json"
+    code, _, err = run("solve", path, "--partitions", "2", "--scheduler-address", "::::")
+    assert code == 2, (code, err)
+    one_clear_line(err, must_contain="::::")
+    assert "scheduler" in err
