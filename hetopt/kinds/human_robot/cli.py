@@ -43,7 +43,11 @@ from .._shared.cli import output_option, seed_option
     show_default=True,
     help="Fraction of tasks with a deadline.",
 )
-@click.option("--objective", help="Objective to record in the instance.")
+@click.option(
+    "--objective",
+    type=click.Choice(["makespan", "weighted_completion", "max_human_workload"]),
+    help="Objective to record in the instance.",
+)
 @output_option()
 @handle_errors
 def generate_cmd(
