@@ -465,3 +465,70 @@ def test_malformed_scheduler_address_is_usage_error() -> None:
     assert code == 2, (code, err)
     one_clear_line(err, must_contain="::::")
     assert "scheduler" in err
+
+
+_GENERATOR_OBJECTIVE_BUG = pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="generator bug: '--objective' takes any string and writes an instance that "
+    "'hetopt solve' rejects (exit 3). Repro: hetopt generate gpu-cluster --jobs 3 "
+    "--objective x -o x.json && hetopt solve x.json",
+)
+
+
+def _generator_objective_cases() -> list[Any]:
+    cases = []
+    for name in sorted(GENERATORS):
+        marks = []
+        if name in ("gpu-cluster", "multicore"):  # owners still at work on these kinds
+            marks.append(_GENERATOR_OBJECTIVE_BUG)
+        cases.append(pytest.param(name, id=name, marks=marks))
+    return cases
+
+
+@pytest.mark.parametrize("name", _generator_objective_cases())
+def test_generator_unknown_objective_is_rejected(tmp_path: Path, name: str) -> None:
+    _, help_text, _ = run("generate", name, "--help")
+    if "--objective" not in help_text:
+        pytest.skip(f"generate {name} has no --objective")
+    out = tmp_path / "inst.json"
+    args = [*_small_args(name), "--seed", "1", "--objective", "no_such_objective", "-o", out]
+    code, _, err = run("generate", name, *args)
+    if code == 0:  # a written instance must be one that solve accepts
+        code, _, err = run("solve", out, "--time-limit", "5")
+        assert code in (0, 4, 5), f"generate wrote an invalid instance: {err.strip()}"
+    else:
+        assert code == 2, (code, err)
+        assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        pytest.param(
+            k,
+            marks=[]
+            if k == "client_selection"  # its instance model checks the field itself
+            else [
+                pytest.mark.xfail(
+                    strict=True,
+                    raises=AssertionError,
+                    reason="core bug: 'hetopt validate' does not check the 'objective' "
+                    "field (exit 0) while 'hetopt solve' rejects the same file (exit 3); "
+                    'repro: set "objective": "no_such" in any shipped instance',
+                )
+            ],
+        )
+        for k in KINDS
+    ],
+)
+def test_validate_checks_the_objective_field(tmp_path: Path, kind: str) -> None:
+    path = smallest_instance(kind)
+    assert path is not None
+    data = load_json(path)
+    data["objective"] = "no_such_objective"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    code, _, err = run("validate", bad)
+    assert code == 3, (code, err)
+    one_clear_line(err, must_contain=str(bad))
