@@ -532,3 +532,19 @@ def test_validate_checks_the_objective_field(tmp_path: Path, kind: str) -> None:
     code, _, err = run("validate", bad)
     assert code == 3, (code, err)
     one_clear_line(err, must_contain=str(bad))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_plot_of_a_result_never_crashes(tmp_path: Path, kind: str) -> None:
+    path = smallest_instance(kind)
+    assert path is not None
+    res = tmp_path / "result.json"
+    code, _, err = run("solve", path, "--time-limit", "10", "-o", res, "--json")
+    assert code == 0, err
+    png = tmp_path / "plot.png"
+    code, _, err = run("plot", res, "-o", png)
+    assert code in (0, 2), (code, err)  # 2: this kind's tables have no plot yet
+    if code == 0:
+        assert png.stat().st_size > 0
+    else:
+        one_clear_line(err)
