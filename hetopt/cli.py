@@ -370,8 +370,13 @@ def solve(
 def validate(file: Path) -> None:
     """Check an instance FILE without solving it."""
     from .instance import read_instance
+    from .kinds import get_kind
 
     inst = read_instance(file)
+    try:
+        get_kind(inst.kind).resolve_objective(inst, None)
+    except InstanceError as exc:
+        raise exc.with_source(str(file)) from None
     click.echo(f"{file}: valid {inst.kind} instance")
 
 

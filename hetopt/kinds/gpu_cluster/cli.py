@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ...cli import handle_errors
+from .. import get_kind
 
 
 @click.command("gpu-cluster")
@@ -31,7 +32,11 @@ from ...cli import handle_errors
     help="Fraction of jobs with weight 5 (Gavel uses 0.2).",
 )
 @click.option("--single-gpu", is_flag=True, help="Only scale factor 1 jobs.")
-@click.option("--objective", help="Objective to record in the instance.")
+@click.option(
+    "--objective",
+    type=click.Choice(get_kind("gpu_cluster").objective_names()),
+    help="Objective to record in the instance.",
+)
 @click.option(
     "-o",
     "--output",
@@ -77,7 +82,11 @@ def generate_cmd(
     is_flag=True,
     help="Also import the table's co-location (space sharing) pairs for the trace's job types.",
 )
-@click.option("--objective", help="Objective to record in the instance.")
+@click.option(
+    "--objective",
+    type=click.Choice(get_kind("gpu_cluster").objective_names()),
+    help="Objective to record in the instance.",
+)
 @click.option(
     "-o",
     "--output",

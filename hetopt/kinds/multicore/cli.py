@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ...cli import emit_instance, handle_errors
+from .. import get_kind
 from .._shared.cli import output_option, seed_option
 from .generate import FAMILIES
 
@@ -21,7 +22,11 @@ from .generate import FAMILIES
 @click.option("--machines", type=click.IntRange(min=1), required=True, help="Number of cores.")
 @click.option("--tasks", type=click.IntRange(min=1), required=True, help="Number of tasks.")
 @seed_option()
-@click.option("--objective", help="Objective to record in the instance.")
+@click.option(
+    "--objective",
+    type=click.Choice(get_kind("multicore").objective_names()),
+    help="Objective to record in the instance.",
+)
 @output_option()
 @handle_errors
 def generate_cmd(
