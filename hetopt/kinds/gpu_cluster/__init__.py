@@ -18,7 +18,7 @@ from ...highs import CompiledModel, HighsModel, RawSolution
 from ...options import SolveOptions
 from ...result import Result, Verification
 from ...status import Status
-from ..base import Extracted, Kind, Objective, finish, run_model
+from ..base import Extracted, Kind, Objective, UsageError, finish, run_model
 from . import formulations as F
 from . import verify as V
 from .data import ClusterArrays, GpuClusterInstance, GpuJob
@@ -52,6 +52,11 @@ def agnostic_throughputs(arr: ClusterArrays) -> np.ndarray:
     usable = arr.thr > 0
     mean = arr.thr.sum(axis=1) / usable.sum(axis=1)
     return usable * mean[:, None]
+
+
+def _check_flag(name: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise UsageError(f"{name} must be true or false, got {value!r}")
 
 
 def _require_steps(inst: GpuClusterInstance) -> None:
@@ -113,6 +118,7 @@ class GpuClusterKind(Kind):
     def build(
         self, instance: GpuClusterInstance, objective: str, agnostic: bool = False
     ) -> pyo.ConcreteModel:
+        _check_flag("agnostic", agnostic)
         arr = instance.arrays
         thr = agnostic_throughputs(arr) if agnostic else None
         if instance.colocation and objective in ("max_min_fairness", "makespan"):
@@ -158,6 +164,7 @@ class GpuClusterKind(Kind):
         options: SolveOptions,
         agnostic: bool = False,
     ) -> Result:
+        _check_flag("agnostic", agnostic)
         from . import policies as P
 
         multi = {

@@ -108,6 +108,12 @@ class MulticoreKind(Kind):
         ):
             if not isinstance(val, bool):
                 raise UsageError(f"{flag} must be true or false, got {val!r}")
+        if (
+            isinstance(pareto_points, bool)
+            or not isinstance(pareto_points, int)
+            or pareto_points < 2
+        ):
+            raise UsageError(f"pareto_points must be a whole number >= 2, got {pareto_points!r}")
         if relaxation and objective == "pareto":
             raise UsageError("relaxation is not offered for the pareto objective")
         return solve(
