@@ -12,7 +12,7 @@ import pyomo.environ as pyo
 from .errors import InstanceError
 from .instance import InstanceBase, instance_from_dict, read_instance
 from .kinds import get_kind
-from .kinds.base import Kind
+from .kinds.base import Kind, enforce_verification
 from .options import SolveOptions
 from .result import Result, Verification
 
@@ -71,7 +71,7 @@ def solve(
     try:
         name = kind.resolve_objective(inst, objective)
         kind.check_params(params)
-        return kind.solve(inst, name, options or SolveOptions(), **params)
+        return enforce_verification(kind.solve(inst, name, options or SolveOptions(), **params))
     except InstanceError as exc:
         raise (exc.with_source(source) if source and not exc.source else exc) from None
 

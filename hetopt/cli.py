@@ -338,15 +338,18 @@ def solve(
         raise click.UsageError("--workers and --scheduler-address go with --partitions")
     if partitions is not None:
         from .decompose import solve_decomposed
+        from .kinds.base import enforce_verification
 
-        result = solve_decomposed(
-            file,
-            objective,
-            opts,
-            partitions=partitions,
-            workers=workers,
-            scheduler_address=scheduler_address,
-            **kw,
+        result = enforce_verification(
+            solve_decomposed(
+                file,
+                objective,
+                opts,
+                partitions=partitions,
+                workers=workers,
+                scheduler_address=scheduler_address,
+                **kw,
+            )
         )
     else:
         result = api_solve(file, objective, opts, **kw)

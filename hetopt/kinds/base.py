@@ -193,19 +193,34 @@ def finish(
         tables=tables,
         info=extra,
     )
-    if status.has_solution:
-        verification = kind.verify(instance, result)
-        result = _replace(result, verification=verification)
-        if not verification.ok:
-            # never report a solution the independent check rejects as optimal/feasible;
-            # the tables stay for inspection
-            first = verification.violations[0] if verification.violations else "?"
-            result = _replace(
-                result,
-                status=Status.ERROR,
-                termination=f"{result.termination}; verifier rejected the solution: {first}",
-            )
-    return result
+    return verified(kind, instance, result)
+
+
+def verified(kind: Kind, instance: Any, result: Result) -> Result:
+    """Attach the kind's independent verification to a result that has a solution.
+
+    A solution the verifier rejects is never reported optimal or feasible: its status
+    becomes ``error`` (the tables stay for inspection)."""
+    if not result.status.has_solution:
+        return result
+    return enforce_verification(_replace(result, verification=kind.verify(instance, result)))
+
+
+def enforce_verification(result: Result) -> Result:
+    """Downgrade a result whose attached verification failed to status ``error``.
+
+    Applied by :func:`hetopt.solve` to every kind's result, so no code path (own solve
+    pipelines, decompositions, rolling horizons) can report a rejected solution as
+    optimal or feasible."""
+    v = result.verification
+    if v is None or v.ok or not result.status.has_solution:
+        return result
+    first = v.violations[0] if v.violations else "?"
+    return _replace(
+        result,
+        status=Status.ERROR,
+        termination=f"{result.termination}; verifier rejected the solution: {first}",
+    )
 
 
 def _replace(result: Result, **changes: Any) -> Result:

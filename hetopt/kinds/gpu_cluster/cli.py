@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ...cli import handle_errors
+from ...cli import emit_instance, handle_errors
 from .. import get_kind
 
 
@@ -57,11 +57,7 @@ def generate_cmd(
     from .generate import generate
 
     inst = generate(num_jobs, workers, seed, not single_gpu, priority_fraction, objective)
-    text = inst.to_json(output)
-    if output is None:
-        click.echo(text)
-    else:
-        click.echo(f"wrote {output} ({num_jobs} jobs)", err=True)
+    emit_instance(inst, output, f"{num_jobs} jobs")
 
 
 @click.command("gavel-trace")
@@ -113,8 +109,4 @@ def convert_trace_cmd(
     inst = trace_to_instance(
         records, table, parse_workers(workers), objective, str(trace), colocation=colocation
     )
-    text = inst.to_json(output)
-    if output is None:
-        click.echo(text)
-    else:
-        click.echo(f"wrote {output} ({len(records)} jobs)", err=True)
+    emit_instance(inst, output, f"{len(records)} jobs")

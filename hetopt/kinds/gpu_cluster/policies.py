@@ -25,6 +25,7 @@ from ...highs import CompiledModel, HighsModel, RawSolution, compile_model
 from ...options import SolveOptions
 from ...result import Result
 from ...status import Status
+from ..base import verified
 from . import formulations as F
 from . import policy_models as PM
 from . import verify as V
@@ -139,16 +140,7 @@ def _assemble(
         tables=tables,
         info=info,
     )
-    if status.has_solution:
-        verification = kind.verify(inst, res)
-        res = replace(res, verification=verification)
-        if not verification.ok:  # never report a rejected solution as optimal/feasible
-            first = verification.violations[0] if verification.violations else "?"
-            res = replace(
-                res,
-                status=Status.ERROR,
-                termination=f"{termination}; verifier rejected the solution: {first}",
-            )
+    res = verified(kind, inst, res)
     t_end = time.perf_counter()
     timings = dict(timings)
     timings["load_s"] = timings.get("load_s", 0.0) + max(
