@@ -8,21 +8,28 @@ import click
 
 from ...cli import emit_instance, handle_errors
 from .. import get_kind
+from .._shared.cli import output_option, seed_option
+
+# options shared by ``generate gpu-cluster`` and ``convert gavel-trace``
+_workers_option = click.option(
+    "--workers",
+    default="k80=36,p100=36,v100=36",
+    show_default=True,
+    help="GPU types and counts, TYPE=COUNT,...",
+)
+_objective_option = click.option(
+    "--objective",
+    type=click.Choice(get_kind("gpu_cluster").objective_names()),
+    help="Objective to record in the instance.",
+)
 
 
 @click.command("gpu-cluster")
 @click.option(
     "--jobs", "num_jobs", type=click.IntRange(min=1), required=True, help="Number of jobs."
 )
-@click.option(
-    "--workers",
-    default="k80=36,p100=36,v100=36",
-    show_default=True,
-    help="GPU types and counts, TYPE=COUNT,...",
-)
-@click.option(
-    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Random seed."
-)
+@_workers_option
+@seed_option()
 @click.option(
     "--priority",
     "priority_fraction",
@@ -32,17 +39,8 @@ from .. import get_kind
     help="Fraction of jobs with weight 5 (Gavel uses 0.2).",
 )
 @click.option("--single-gpu", is_flag=True, help="Only scale factor 1 jobs.")
-@click.option(
-    "--objective",
-    type=click.Choice(get_kind("gpu_cluster").objective_names()),
-    help="Objective to record in the instance.",
-)
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Output file (default: stdout).",
-)
+@_objective_option
+@output_option()
 @handle_errors
 def generate_cmd(
     num_jobs: int,
@@ -67,28 +65,14 @@ def generate_cmd(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Gavel throughput table (JSON); default: the shipped simulation table.",
 )
-@click.option(
-    "--workers",
-    default="k80=36,p100=36,v100=36",
-    show_default=True,
-    help="GPU types and counts, TYPE=COUNT,...",
-)
+@_workers_option
 @click.option(
     "--colocation",
     is_flag=True,
     help="Also import the table's co-location (space sharing) pairs for the trace's job types.",
 )
-@click.option(
-    "--objective",
-    type=click.Choice(get_kind("gpu_cluster").objective_names()),
-    help="Objective to record in the instance.",
-)
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Output file (default: stdout).",
-)
+@_objective_option
+@output_option()
 @handle_errors
 def convert_trace_cmd(
     trace: Path,
