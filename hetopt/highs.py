@@ -573,8 +573,3 @@ def solve_pyomo(
     timings = {"compile_s": t1 - t0, "pass_s": hm.transfer_s, "solve_s": raw.solve_s}
     timings["transfer_s"] = timings["compile_s"] + timings["pass_s"]
     return hm, raw, timings
-
-
-def highs_version() -> str:
-    h = _HighsClass()
-    return f"{h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"

@@ -11,7 +11,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
@@ -55,7 +55,6 @@ class InstanceBase(BaseModel):
         allow_inf_nan=False,
         arbitrary_types_allowed=False,
     )
-    kind_name: ClassVar[str] = ""
 
     @model_validator(mode="before")
     @classmethod
@@ -239,7 +238,3 @@ def instance_from_dict(data: Mapping[str, Any], source: str | None = None) -> An
             f"unknown kind {kind!r}; expected one of: {', '.join(kind_names())}", "kind", source
         )
     return get_kind(kind).instance_model.from_dict(data, source=source)
-
-
-def positive_finite(x: float) -> bool:
-    return isinstance(x, int | float) and math.isfinite(x) and x > 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import pandas as pd
@@ -203,7 +203,7 @@ def verified(kind: Kind, instance: Any, result: Result) -> Result:
     becomes ``error`` (the tables stay for inspection)."""
     if not result.status.has_solution:
         return result
-    return enforce_verification(_replace(result, verification=kind.verify(instance, result)))
+    return enforce_verification(replace(result, verification=kind.verify(instance, result)))
 
 
 def enforce_verification(result: Result) -> Result:
@@ -216,24 +216,12 @@ def enforce_verification(result: Result) -> Result:
     if v is None or v.ok or not result.status.has_solution:
         return result
     first = v.violations[0] if v.violations else "?"
-    return _replace(
+    return replace(
         result,
         status=Status.ERROR,
         termination=f"{result.termination}; verifier rejected the solution: {first}",
     )
 
 
-def _replace(result: Result, **changes: Any) -> Result:
-    from dataclasses import replace
-
-    return replace(result, **changes)
-
-
 def _with_timings(result: Result, timings: Mapping[str, float], total: float) -> Result:
-    return _replace(result, timings=dict(timings), runtime_s=total)
-
-
-def require(cond: bool, field: str, message: str, source: str | None = None) -> None:
-    """Raise :class:`InstanceError` unless ``cond``."""
-    if not cond:
-        raise InstanceError(message, field, source)
+    return replace(result, timings=dict(timings), runtime_s=total)
