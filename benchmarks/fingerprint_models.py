@@ -79,7 +79,7 @@ _TIME_WORDS = ("_s", "time", "seconds", "runtime", "elapsed")
 
 def _timing_key(key: str) -> bool:
     k = key.lower()
-    if k in ("horizon_s", "now_s", "makespan_s", "start_s", "deadline_s", "energy_budget_j"):
+    if k in ("horizon_s", "now_s", "makespan_s", "deadline_s", "energy_budget_j"):
         return False
     return k.endswith("_s") or any(w in k for w in _TIME_WORDS[1:])
 
@@ -96,7 +96,7 @@ def _num(x: Any) -> Any:
             return "inf" if x > 0 else "-inf"
         return float(f"{x:.12g}")
     if isinstance(x, dict):
-        return {str(k): _num(v) for k, v in x.items() if not _timing_key(str(k))}
+        return {str(k): _num(v) for k, v in x.items()}
     if isinstance(x, list | tuple):
         return [_num(v) for v in x]
     return str(x)
@@ -266,7 +266,7 @@ def fingerprint(
         name: list(rows[0]) if rows else [] for name, rows in d["tables"].items()
     }
     fp["verification"] = _num(d["verification"])
-    fp["info"] = _num(d["info"])
+    fp["info"] = {k: v for k, v in _num(d["info"]).items() if not _timing_key(k)}
     if fp["seconds"] > time_cap_s:
         fp["slow"] = True
     return fp
@@ -292,6 +292,13 @@ def run(select: str | None, time_cap_s: float) -> dict[str, Any]:
 _IGNORED = ("seconds", "slow")
 
 
+def _comparable(fp: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in fp.items() if k not in _IGNORED}
+    if isinstance(out.get("info"), dict):
+        out["info"] = {k: v for k, v in out["info"].items() if not _timing_key(k)}
+    return out
+
+
 def compare(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     diffs = []
     for label in sorted(set(before) | set(after)):
@@ -301,8 +308,8 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
         if label not in before:
             diffs.append(f"{label}: new case")
             continue
-        b = {k: v for k, v in before[label].items() if k not in _IGNORED}
-        a = {k: v for k, v in after[label].items() if k not in _IGNORED}
+        b = _comparable(before[label])
+        a = _comparable(after[label])
         for key in sorted(set(a) | set(b)):
             if a.get(key) != b.get(key):
                 diffs.append(f"{label}: {key}: {b.get(key)!r} -> {a.get(key)!r}")

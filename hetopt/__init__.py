@@ -11,10 +11,8 @@ from __future__ import annotations
 import logging
 
 from .api import build_model, export_model, solve, verify
-from .errors import HetoptError, InstanceError, OptionsError, SolveError
-from .instance import instance_from_dict, read_instance
-from .kinds import get_kind, kind_names
-from .kinds.base import UsageError
+from .errors import HetoptError, InstanceError, OptionsError, SolveError, UsageError
+from .kinds import get_kind, instance_from_dict, kind_names, read_instance
 from .options import SolveOptions
 from .result import Result, Verification
 from .status import Status

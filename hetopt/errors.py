@@ -45,6 +45,10 @@ class InstanceError(HetoptError, ValueError):
         return InstanceError(self.message, self.field, source)
 
 
+class UsageError(HetoptError, ValueError):
+    """A valid instance asked for something the kind does not offer (objective, parameter)."""
+
+
 class OptionsError(HetoptError, ValueError):
     """A solver option or option file is invalid (unknown HiGHS option, bad value, ...)."""
 

@@ -208,33 +208,3 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _reject_constant(name: str) -> float:
     raise ValueError(f"not valid JSON: {name} is not a number JSON allows")
-
-
-def read_instance(path: str | Path) -> Any:
-    """Load and validate an instance file of any kind.
-
-    Raises
-    ------
-    InstanceError
-        With the file, the field path and what was expected.
-    """
-    data = load_data(path)
-    return instance_from_dict(data, source=str(path))
-
-
-def instance_from_dict(data: Mapping[str, Any], source: str | None = None) -> Any:
-    """Validate a dict into the instance model its ``kind`` names."""
-    from .kinds import get_kind, kind_names
-
-    if not isinstance(data, Mapping):
-        raise InstanceError("expected an object with a 'kind' field", None, source)
-    kind = data.get("kind")
-    if kind is None:
-        raise InstanceError(
-            f"required field is missing; expected one of: {', '.join(kind_names())}", "kind", source
-        )
-    if not isinstance(kind, str) or kind not in kind_names():
-        raise InstanceError(
-            f"unknown kind {kind!r}; expected one of: {', '.join(kind_names())}", "kind", source
-        )
-    return get_kind(kind).instance_model.from_dict(data, source=source)

@@ -51,6 +51,74 @@ class Verification:
 
 
 @dataclass(frozen=True)
+class StageReport:
+    """The HiGHS runs of one stage of a method (e.g. water-filling's ``level`` LPs)."""
+
+    solves: int = 0
+    solve_s: float = 0.0
+    simplex_iterations: int = 0
+    ipm_iterations: int = 0
+    mip_nodes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "solves": self.solves,
+            "solve_s": _num(self.solve_s),
+            "simplex_iterations": self.simplex_iterations,
+            "ipm_iterations": self.ipm_iterations,
+            "mip_nodes": self.mip_nodes,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StageReport:
+        return cls(
+            solves=int(d.get("solves", 0)),
+            solve_s=float(d.get("solve_s") or 0.0),
+            simplex_iterations=int(d.get("simplex_iterations", 0)),
+            ipm_iterations=int(d.get("ipm_iterations", 0)),
+            mip_nodes=int(d.get("mip_nodes", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class SolverReport:
+    """What the solver did, over every HiGHS run of one solve (typed; ``Result.report``).
+
+    ``stages`` splits the totals by the stage names a method gives its solves
+    (``main`` for a single model; ``level``/``check`` for water-filling, ``bisection``
+    for finish-time fairness, ``point`` for a Pareto front, ...).
+    """
+
+    solves: int = 0
+    solve_s: float = 0.0
+    simplex_iterations: int = 0
+    ipm_iterations: int = 0
+    mip_nodes: int = 0
+    stages: Mapping[str, StageReport] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "solves": self.solves,
+            "solve_s": _num(self.solve_s),
+            "simplex_iterations": self.simplex_iterations,
+            "ipm_iterations": self.ipm_iterations,
+            "mip_nodes": self.mip_nodes,
+            "stages": {k: v.to_dict() for k, v in self.stages.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SolverReport:
+        return cls(
+            solves=int(d.get("solves", 0)),
+            solve_s=float(d.get("solve_s") or 0.0),
+            simplex_iterations=int(d.get("simplex_iterations", 0)),
+            ipm_iterations=int(d.get("ipm_iterations", 0)),
+            mip_nodes=int(d.get("mip_nodes", 0)),
+            stages={k: StageReport.from_dict(v) for k, v in (d.get("stages") or {}).items()},
+        )
+
+
+@dataclass(frozen=True)
 class Result:
     """What :func:`hetopt.solve` returns.
 
@@ -74,7 +142,12 @@ class Result:
     timings
         Seconds per phase: ``build_s``, ``transfer_s``, ``solve_s`` (HiGHS), ``load_s``.
     info
-        Extra facts (method used, levels solved, iteration counts, ...).
+        Facts about how the result was found (method used, levels solved, ...), each
+        declared by the kind (``hetopt kinds``, the docs' result pages).
+    report
+        The typed :class:`SolverReport`: HiGHS runs, iterations and nodes, per stage.
+
+    Results are built by :mod:`hetopt.pipeline` only (and rebuilt by :meth:`from_dict`).
     """
 
     kind: str
@@ -89,6 +162,7 @@ class Result:
     verification: Verification | None = None
     timings: Mapping[str, float] = field(default_factory=dict)
     info: Mapping[str, Any] = field(default_factory=dict)
+    report: SolverReport | None = None
 
     def __getattr__(self, name: str) -> pd.DataFrame:
         # ``result.allocation`` as a shortcut for ``result.tables["allocation"]``
@@ -118,6 +192,7 @@ class Result:
             "verification": self.verification.to_dict() if self.verification else None,
             "timings": {k: _num(v) for k, v in self.timings.items()},
             "info": _jsonable(dict(self.info)),
+            "report": self.report.to_dict() if self.report else None,
         }
 
     def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
@@ -144,6 +219,7 @@ class Result:
             verification=Verification.from_dict(ver) if ver else None,
             timings=d.get("timings") or {},
             info=d.get("info") or {},
+            report=SolverReport.from_dict(d["report"]) if d.get("report") else None,
         )
 
     @classmethod

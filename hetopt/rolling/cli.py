@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..cli import handle_errors
+from ..console import handle_errors
 from ..kinds.base import UsageError
 
 

@@ -13,13 +13,20 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyomo.environ as pyo
 
-from ...highs import CompiledModel, RawSolution
-from ...options import SolveOptions
+from ...contract import (
+    BuildMethodBase,
+    Built,
+    Column,
+    Detail,
+    NoParams,
+    Outcome,
+    SolveView,
+    Table,
+)
 from ...result import Result, Verification
 from ...status import Status
-from ..base import Extracted, Kind, Objective, UsageError, run_model
+from ..base import Kind, Objective
 from . import formulations as F
 from . import verify as V
 from .data import CpuGpuInstance, Device, Program, Slowdown
@@ -34,6 +41,80 @@ __all__ = [
     "Slowdown",
     "plot_gantt",
 ]
+
+SCHEDULE = Table(
+    "schedule",
+    "when each program (or its share of a divisible program) runs on which device",
+    (
+        Column("program", "str", "program id"),
+        Column("device", "str", "device id"),
+        Column("start_s", "float", "start time", "s"),
+        Column("end_s", "float", "end time", "s"),
+        Column("fraction", "float", "share of the program's work run in this row"),
+        Column(
+            "co_runner", "str", "the program co-running on the lane's other device ('' if none)"
+        ),
+    ),
+)
+
+DETAILS = (
+    Detail("model", "str", "'independent' (no slowdowns) or 'pairing' (co-run slowdowns)"),
+    Detail("divisible_ignored", "int", "divisible programs the pairing model runs whole"),
+    Detail("makespan_s", "float", "time until the last program ends", "s"),
+    Detail("time_reference_s", "float", "time unit of the makespan variable", "s"),
+)
+
+
+class Batch(BuildMethodBase):
+    """Both objectives share one MILP (max n / C <=> min C); the data picks the model:
+    :func:`formulations.build_pairing` with slowdowns, else
+    :func:`formulations.build_independent`."""
+
+    def __init__(self, objective: str):
+        self.objective = objective
+
+    def build(self, instance: CpuGpuInstance, params: NoParams) -> Built:
+        if instance.slowdown:
+            return F.build_pairing(instance.arrays)
+        return F.build_independent(instance.arrays)
+
+    def describe(self, instance: CpuGpuInstance, params: NoParams, built: Built) -> dict[str, Any]:
+        info: dict[str, Any] = {"model": "pairing" if instance.slowdown else "independent"}
+        if instance.slowdown and any(p.divisible for p in instance.programs):
+            # the pairing model runs programs whole
+            info["divisible_ignored"] = sum(p.divisible for p in instance.programs)
+        return info
+
+    def extract(
+        self, instance: CpuGpuInstance, params: NoParams, built: Built, solution: SolveView
+    ) -> Outcome:
+        arr = instance.arrays
+        layout = built.layout
+        t_ref = layout.t_ref
+        if isinstance(layout, F.PairingLayout):
+            schedule = _pairing_schedule(arr, built, solution)
+        else:
+            schedule = _independent_schedule(arr, built, solution)
+        makespan = float(schedule["end_s"].max()) if len(schedule) else 0.0
+        n = arr.num_programs
+        lb = None
+        if solution.status == Status.OPTIMAL:
+            lb = makespan
+        elif solution.bound is not None and np.isfinite(solution.bound):
+            lb = max(0.0, float(solution.bound) * t_ref)
+        info: dict[str, Any] = {"makespan_s": makespan, "time_reference_s": t_ref}
+        if self.objective == "throughput":
+            value = n / makespan
+            bound = (n / lb if lb and lb > 0 else None) if lb is not None else None
+        else:
+            value = makespan
+            bound = lb
+        gap = abs(value - bound) / abs(value) if bound is not None and value else None
+        if solution.status == Status.OPTIMAL:
+            gap = 0.0
+        if bound is None:  # no usable bound here: keep HiGHS's (as earlier releases did)
+            return Outcome(value, {"schedule": schedule}, info)
+        return Outcome(value, {"schedule": schedule}, info, bound=bound, gap=gap)
 
 
 class CpuGpuKind(Kind):
@@ -51,64 +132,9 @@ class CpuGpuKind(Kind):
         ),
     )
     instance_model = CpuGpuInstance
-
-    def build(self, instance: CpuGpuInstance, objective: str, **_: Any) -> pyo.ConcreteModel:
-        if objective not in self.objective_names():
-            raise UsageError(f"kind {self.name!r} has no objective {objective!r}")
-        # both objectives share the model: max n / C <=> min C
-        if instance.slowdown:
-            return F.build_pairing(instance.arrays)
-        return F.build_independent(instance.arrays)
-
-    def solve(self, instance: CpuGpuInstance, objective: str, options: SolveOptions) -> Result:
-        holder: dict[str, pyo.ConcreteModel] = {}
-
-        def build() -> pyo.ConcreteModel:
-            holder["m"] = self.build(instance, objective)
-            return holder["m"]
-
-        def extract(cm: CompiledModel, raw: RawSolution) -> Extracted:
-            return self.extract(instance, objective, holder["m"], cm, raw)
-
-        info: dict[str, Any] = {"model": "pairing" if instance.slowdown else "independent"}
-        if instance.slowdown and any(p.divisible for p in instance.programs):
-            # the pairing model runs programs whole
-            info["divisible_ignored"] = sum(p.divisible for p in instance.programs)
-        result, _ = run_model(self, instance, objective, options, build, extract, "auto", info)
-        return result
-
-    def extract(
-        self,
-        instance: CpuGpuInstance,
-        objective: str,
-        m: pyo.ConcreteModel,
-        cm: CompiledModel,
-        raw: RawSolution,
-    ) -> Extracted:
-        arr = instance.arrays
-        t_ref = float(pyo.value(m.t_ref))
-        if instance.slowdown:
-            schedule = _pairing_schedule(arr, m, cm, raw)
-        else:
-            schedule = _independent_schedule(arr, m, cm, raw)
-        makespan = float(schedule["end_s"].max()) if len(schedule) else 0.0
-        n = arr.num_programs
-        lb = None
-        if raw.status == Status.OPTIMAL:
-            lb = makespan
-        elif raw.bound is not None and np.isfinite(raw.bound):
-            lb = max(0.0, float(raw.bound) * t_ref)
-        info: dict[str, Any] = {"makespan_s": makespan, "time_reference_s": t_ref}
-        if objective == "throughput":
-            value = n / makespan
-            bound = (n / lb if lb and lb > 0 else None) if lb is not None else None
-        else:
-            value = makespan
-            bound = lb
-        gap = abs(value - bound) / abs(value) if bound is not None and value else None
-        if raw.status == Status.OPTIMAL:
-            gap = 0.0
-        return Extracted(value, {"schedule": schedule}, info, bound=bound, gap=gap)
+    methods = {"makespan": Batch("makespan"), "throughput": Batch("throughput")}
+    tables = (SCHEDULE,)
+    details = DETAILS
 
     def verify(self, instance: CpuGpuInstance, result: Result) -> Verification:
         return V.verify(
@@ -116,11 +142,9 @@ class CpuGpuKind(Kind):
         )
 
 
-def _independent_schedule(
-    arr: Any, m: pyo.ConcreteModel, cm: CompiledModel, raw: RawSolution
-) -> pd.DataFrame:
-    asg: F.Assignment = m._assignment
-    x = raw.values(cm, m.share, range(len(asg.job)))
+def _independent_schedule(arr: Any, built: Built, sol: SolveView) -> pd.DataFrame:
+    asg: F.Assignment = built.layout.assignment
+    x = sol.values(built.model.share, range(len(asg.job)))
     whole = ~arr.divisible[asg.job]
     x = np.where(whole, np.round(x), x)
     x = np.where(x < 1e-9, 0.0, x)
@@ -140,16 +164,11 @@ def _independent_schedule(
     return _table(rows, arr)
 
 
-def _pairing_schedule(
-    arr: Any, m: pyo.ConcreteModel, cm: CompiledModel, raw: RawSolution
-) -> pd.DataFrame:
-    pc: F.Pairing = m._pairing
-    y = (
-        np.round(raw.values(cm, m.pair, range(len(pc.pair_cpu))))
-        if len(pc.pair_cpu)
-        else np.zeros(0)
-    )
-    s = np.round(raw.values(cm, m.solo, range(len(pc.solo_prog))))
+def _pairing_schedule(arr: Any, built: Built, sol: SolveView) -> pd.DataFrame:
+    pc: F.Pairing = built.layout.pairing
+    m = built.model
+    y = np.round(sol.values(m.pair, range(len(pc.pair_cpu)))) if len(pc.pair_cpu) else np.zeros(0)
+    s = np.round(sol.values(m.solo, range(len(pc.solo_prog))))
     tc, tg = arr.type_times[:, 0], arr.type_times[:, 1]
     clock = np.zeros(len(arr.device_ids))
     lane_of = {}

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyomo.environ as pyo
 
+from ...contract import Built
 from ...pyomo_ext import LinearRows
 from .._shared import assignment as shared
 from .data import CpuGpuArrays
@@ -77,14 +78,24 @@ def add_unrelated_assignment(
     return Assignment(job, mach)
 
 
-def build_independent(arr: CpuGpuArrays) -> pyo.ConcreteModel:
+@dataclass(frozen=True)
+class IndependentLayout:
+    """What the independent model tells its extractor."""
+
+    t_ref: float
+    """Time unit of ``makespan``, in seconds."""
+    assignment: Assignment
+
+
+def build_independent(arr: CpuGpuArrays) -> Built:
     """Minimum makespan, devices independent (no slowdowns): unrelated machines with
     divisible programs."""
     m = pyo.ConcreteModel(name="cpu_gpu")
     m.t_ref = pyo.Param(initialize=time_reference(arr.times), mutable=False)
-    m._assignment = add_unrelated_assignment(m, arr.times, arr.divisible, float(pyo.value(m.t_ref)))
+    t_ref = float(pyo.value(m.t_ref))
+    asg = add_unrelated_assignment(m, arr.times, arr.divisible, t_ref)
     m.obj = pyo.Objective(expr=m.makespan, sense=pyo.minimize)
-    return m
+    return Built(m, IndependentLayout(t_ref, asg))
 
 
 @dataclass(frozen=True)
@@ -123,7 +134,16 @@ def pairing_columns(arr: CpuGpuArrays) -> Pairing:
     )
 
 
-def build_pairing(arr: CpuGpuArrays) -> pyo.ConcreteModel:
+@dataclass(frozen=True)
+class PairingLayout:
+    """What the pairing model tells its extractor."""
+
+    t_ref: float
+    """Time unit of ``makespan``, in seconds."""
+    pairing: Pairing
+
+
+def build_pairing(arr: CpuGpuArrays) -> Built:
     """The co-run pairing model (slowdowns given; programs run whole).
 
     Lane ``l`` is the ``l``-th CPU with the ``l``-th GPU. Its time is a sequence of slots:
@@ -148,7 +168,6 @@ def build_pairing(arr: CpuGpuArrays) -> pyo.ConcreteModel:
     m.pair = pyo.Var(m.PAIRS, domain=pyo.Binary)
     m.solo = pyo.Var(m.SOLOS, domain=pyo.Binary)
     m.makespan = pyo.Var(bounds=(0.0, None))
-    m._pairing = pc
     cols = [*m.pair.values(), *m.solo.values(), m.makespan]
     colP, colS = np.arange(P), P + np.arange(S)
     # c_cover[p]: every program runs exactly once (in a pair, on either side, or alone)
@@ -181,4 +200,4 @@ def build_pairing(arr: CpuGpuArrays) -> pyo.ConcreteModel:
         cols,
     )
     m.obj = pyo.Objective(expr=m.makespan, sense=pyo.minimize)
-    return m
+    return Built(m, PairingLayout(t_ref, pc))

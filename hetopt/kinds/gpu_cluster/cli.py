@@ -6,9 +6,8 @@ from pathlib import Path
 
 import click
 
-from ...cli import emit_instance, handle_errors
+from ...console import emit_instance, handle_errors, output_option, seed_option
 from .. import get_kind
-from .._shared.cli import output_option, seed_option
 
 # options shared by ``generate gpu-cluster`` and ``convert gavel-trace``
 _workers_option = click.option(

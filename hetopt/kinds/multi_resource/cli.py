@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from ...cli import emit_instance, handle_errors
-from .._shared.cli import output_option, seed_option
+from ...console import emit_instance, handle_errors, output_option, seed_option
 
 
 @click.command("multi-resource")

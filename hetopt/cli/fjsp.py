@@ -1,14 +1,17 @@
-"""``hetopt convert fjsp``: flexible job-shop files to hetopt instances."""
+"""``hetopt convert fjsp``: flexible job-shop files to the instances of any kind that
+reads them (each kind's registry entry names its reader)."""
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 
 import click
 
-from ..cli import EXIT_USAGE, _die, handle_errors
+from ..console import handle_errors
+from ..kinds import instance_from_dict, load_target, readers
+
+_READERS = readers("fjsp")
 
 
 @click.command("fjsp")
@@ -22,7 +25,7 @@ from ..cli import EXIT_USAGE, _die, handle_errors
 @click.option(
     "--kind",
     "target",
-    type=click.Choice(["multicore", "human_robot"]),
+    type=click.Choice(list(_READERS)),
     default="multicore",
     show_default=True,
     help="Kind of the instance to write.",
@@ -33,25 +36,10 @@ def convert_fjsp_cmd(file: Path, output: Path | None, target: str) -> None:
 
     Each job becomes a chain of tasks and each machine a core (or agent) of its own type.
     """
-    from ..instance import instance_from_dict
-    from .fjsp import read_fjsp
+    from ..formats.fjsp import read_fjsp
 
     data = read_fjsp(file)
-    if target == "multicore":
-        from ..kinds.multicore.fjsp import fjsp_to_multicore
-
-        inst = fjsp_to_multicore(data)
-    else:
-        try:
-            module = importlib.import_module("hetopt.kinds.human_robot.fjsp")
-            convert = module.fjsp_to_instance
-        except (ImportError, AttributeError) as exc:
-            _die(
-                EXIT_USAGE,
-                "--kind human_robot needs hetopt.kinds.human_robot.fjsp.fjsp_to_instance, "
-                f"which is not available ({exc})",
-            )
-        inst = convert(data)
+    inst = load_target(_READERS[target])(data)
     instance_from_dict(inst, source=str(file))  # the converted instance must be valid
     text = json.dumps(inst, indent=1)
     if output is None:

@@ -8,10 +8,9 @@ from typing import Any
 
 import click
 
-from ..cli import EXIT_CODES_HELP, handle_errors
-from ..errors import InstanceError
-from ..kinds.base import UsageError
-from .plots import PLOT_NAMES
+from ..console import EXIT_CODES_HELP, handle_errors
+from ..errors import InstanceError, UsageError
+from ..plotting.plots import PLOT_NAMES
 
 
 def _load(path: Path) -> Any:
@@ -82,7 +81,7 @@ def plot_cmd(result_file: Path, output: Path, kind_of_plot: str | None, dpi: int
         ) from None
     import pandas as pd
 
-    from .plots import plot_jct_cdf, plot_result
+    from ..plotting.plots import plot_jct_cdf, plot_result
 
     loaded = _load(result_file)
     fig = plt.figure(layout="constrained")

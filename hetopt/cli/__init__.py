@@ -1,4 +1,8 @@
-"""The ``hetopt`` command line.
+"""The ``hetopt`` command line: the roof over the library (nothing imports it).
+
+The kinds contribute their ``generate``/``convert``/top-level commands through the
+registry (:mod:`hetopt.kinds`); the pieces every command shares are in
+:mod:`hetopt.console`.
 
 Exit codes (a fixed contract; other tools rely on them):
 
@@ -14,123 +18,55 @@ Exit codes (a fixed contract; other tools rely on them):
 
 from __future__ import annotations
 
-import functools
 import importlib
 import importlib.util
 import json
 import logging
-import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any
 
 import click
 
-from .errors import HetoptError, InstanceError, OptionsError
-from .status import Status
-
-if TYPE_CHECKING:
-    from .instance import InstanceBase
-
-EXIT_OK = 0
-EXIT_INTERNAL = 1
-EXIT_USAGE = 2
-EXIT_INVALID = 3
-EXIT_INFEASIBLE = 4
-EXIT_NO_SOLUTION = 5
-
-EXIT_CODES_HELP = (
-    "Exit codes: 0 optimal or feasible; 1 internal error; 2 usage error; "
-    "3 invalid instance; 4 infeasible or unbounded; 5 no solution within the limits."
+from ..console import (
+    EXIT_CODES_HELP,
+    EXIT_INFEASIBLE,
+    EXIT_INTERNAL,
+    EXIT_INVALID,
+    EXIT_NO_SOLUTION,
+    EXIT_OK,
+    EXIT_USAGE,
+    STATUS_EXIT,
+    die,
+    emit_instance,
+    handle_errors,
 )
+from ..errors import InstanceError, UsageError
+from ..kinds import cli_entries
 
-STATUS_EXIT = {
-    Status.OPTIMAL: EXIT_OK,
-    Status.FEASIBLE: EXIT_OK,
-    Status.INFEASIBLE: EXIT_INFEASIBLE,
-    Status.UNBOUNDED: EXIT_INFEASIBLE,
-    Status.NO_SOLUTION: EXIT_NO_SOLUTION,
-    Status.ERROR: EXIT_INTERNAL,
-}
+__all__ = [
+    "EXIT_CODES_HELP",
+    "EXIT_INFEASIBLE",
+    "EXIT_INTERNAL",
+    "EXIT_INVALID",
+    "EXIT_NO_SOLUTION",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "STATUS_EXIT",
+    "emit_instance",
+    "handle_errors",
+    "main",
+]
 
-# Sub-commands of ``hetopt generate`` / ``hetopt convert`` live next to their kind and
-# are imported only when used: name -> "module:attribute" (a click.Command).
-# Entries whose module is not present are hidden.
-GENERATORS: dict[str, str] = {
-    "gpu-cluster": "hetopt.kinds.gpu_cluster.cli:generate_cmd",
-    "multicore": "hetopt.kinds.multicore.cli:generate_cmd",
-    "cpu-gpu": "hetopt.kinds.cpu_gpu.cli:generate_cmd",
-    "multi-resource": "hetopt.kinds.multi_resource.cli:generate_cmd",
-    "human-robot": "hetopt.kinds.human_robot.cli:generate_cmd",
-    "client-selection": "hetopt.kinds.client_selection.cli:generate_cmd",
-}
-CONVERTERS: dict[str, str] = {
-    "fjsp": "hetopt.formats.cli:convert_fjsp_cmd",
-    "gavel-trace": "hetopt.kinds.gpu_cluster.cli:convert_trace_cmd",
-}
-# Extra top-level commands: name -> "module:attribute".
-COMMANDS: dict[str, str] = {
-    "plot": "hetopt.plotting.cli:plot_cmd",
-    "simulate": "hetopt.rolling.cli:simulate_cmd",
-}
+# roof-level commands: name -> "module:attribute"; the kinds add theirs in the registry
+_COMMANDS: dict[str, str] = {"plot": "hetopt.cli.plot:plot_cmd"}
+_CONVERTERS: dict[str, str] = {"fjsp": "hetopt.cli.fjsp:convert_fjsp_cmd"}
 
+COMMANDS = {**_COMMANDS, **cli_entries("commands")}
+GENERATORS = cli_entries("generate")
+CONVERTERS = {**_CONVERTERS, **cli_entries("convert")}
 
-def _die(code: int, message: str) -> NoReturn:
-    click.echo(f"hetopt: error: {message}", err=True)
-    sys.exit(code)
-
-
-def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn exceptions into one clear line on stderr and a documented exit code."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from .kinds.base import UsageError
-
-        try:
-            return func(*args, **kwargs)
-        except InstanceError as exc:
-            _die(EXIT_INVALID, str(exc))
-        except (UsageError, OptionsError) as exc:
-            _die(EXIT_USAGE, str(exc))
-        except HetoptError as exc:
-            _die(EXIT_INTERNAL, str(exc))
-        except OSError as exc:  # a file the user named cannot be read or written
-            name = exc.filename if exc.filename is not None else ""
-            _die(EXIT_USAGE, f"cannot use file {name}: {exc.strerror or exc}")
-        except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
-            raise
-        except Exception as exc:  # never a traceback for users
-            if os.environ.get("HETOPT_DEBUG"):
-                raise
-            _die(
-                EXIT_INTERNAL,
-                f"internal error: {type(exc).__name__}: {exc} (set HETOPT_DEBUG=1 for a traceback)",
-            )
-
-    return wrapper
-
-
-def emit_instance(instance: str | InstanceBase, output: Path | None, summary: str) -> None:
-    """Write a generated or converted instance: its JSON to ``output`` (then ``wrote
-    <output> (<summary>)`` on stderr) or, without ``output``, to stdout.
-
-    Parameters
-    ----------
-    instance
-        The instance, or its JSON text.
-    output
-        The file to write, or ``None`` for stdout.
-    summary
-        What was written, e.g. ``"20 tasks on 4 cores"``.
-    """
-    text = instance if isinstance(instance, str) else instance.to_json()
-    if output is None:
-        click.echo(text)
-    else:
-        output.write_text(text + "\n")
-        click.echo(f"wrote {output} ({summary})", err=True)
+_die = die  # the name earlier releases used
 
 
 class LazyGroup(click.Group):
@@ -167,7 +103,7 @@ class LazyGroup(click.Group):
 
                 @click.command(name=name, help=f"(unavailable: {reason})")
                 def unavailable() -> None:
-                    _die(EXIT_USAGE, f"'{name}' needs a package that is not installed: {reason}")
+                    die(EXIT_USAGE, f"'{name}' needs a package that is not installed: {reason}")
 
                 return unavailable
         return super().get_command(ctx, name)
@@ -202,9 +138,9 @@ def _check_writable(path: Path | None, option: str) -> None:
         return
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
-        _die(EXIT_USAGE, f"{option} {path}: directory {parent} does not exist")
+        die(EXIT_USAGE, f"{option} {path}: directory {parent} does not exist")
     if path.is_dir():
-        _die(EXIT_USAGE, f"{option} {path}: is a directory")
+        die(EXIT_USAGE, f"{option} {path}: is a directory")
 
 
 def _parse_param(values: tuple[str, ...]) -> dict[str, Any]:
@@ -314,8 +250,8 @@ def solve(
     verbose: int,
 ) -> None:
     """Solve an instance FILE (JSON or YAML) and print a summary."""
-    from .api import solve as api_solve
-    from .options import SolveOptions
+    from ..api import solve as api_solve
+    from ..options import SolveOptions
 
     _setup_logging(verbose)
     _check_writable(output, "--output")
@@ -337,8 +273,8 @@ def solve(
     if partitions is None and (workers is not None or scheduler_address is not None):
         raise click.UsageError("--workers and --scheduler-address go with --partitions")
     if partitions is not None:
-        from .decompose import solve_decomposed
-        from .kinds.base import enforce_verification
+        from ..decompose import solve_decomposed
+        from ..kinds.base import enforce_verification
 
         result = enforce_verification(
             solve_decomposed(
@@ -372,8 +308,7 @@ def solve(
 @handle_errors
 def validate(file: Path) -> None:
     """Check an instance FILE without solving it."""
-    from .instance import read_instance
-    from .kinds import get_kind
+    from ..kinds import get_kind, read_instance
 
     inst = read_instance(file)
     try:
@@ -388,7 +323,7 @@ def validate(file: Path) -> None:
 @handle_errors
 def kinds(as_json: bool) -> None:
     """List the problem kinds and their objectives."""
-    from .kinds import get_kind, kind_names
+    from ..kinds import get_kind, kind_names
 
     data: dict[str, dict[str, Any]] = {}
     for name in kind_names():
@@ -397,6 +332,7 @@ def kinds(as_json: bool) -> None:
             "description": k.description,
             "objectives": {o.name: o.description for o in k.objectives},
             "params": dict(k.params),
+            "parameters": k.param_specs(),
         }
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -406,7 +342,9 @@ def kinds(as_json: bool) -> None:
         for o, desc in d["objectives"].items():
             click.echo(f"  {o:<32} {desc}")
         for p, desc in d["params"].items():
-            click.echo(f"  param {p:<26} {desc}")
+            spec = d["parameters"].get(p)
+            typed = f" ({spec['type']}, default {spec['default']!r})" if spec else ""
+            click.echo(f"  param {p:<26} {desc}{typed}")
 
 
 @main.command()
@@ -414,8 +352,7 @@ def kinds(as_json: bool) -> None:
 @handle_errors
 def schema(kind: str) -> None:
     """Print the JSON Schema of instance files of KIND."""
-    from .kinds import get_kind, kind_names
-    from .kinds.base import UsageError
+    from ..kinds import get_kind, kind_names
 
     if kind not in kind_names():
         raise UsageError(f"unknown kind {kind!r}; expected one of: {', '.join(kind_names())}")
@@ -451,7 +388,7 @@ def export(
     params: tuple[str, ...],
 ) -> None:
     """Write the model of FILE as LP or MPS, for another solver."""
-    from .api import export_model
+    from ..api import export_model
 
     kw = _parse_param(params)
     if agnostic:

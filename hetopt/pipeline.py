@@ -1,0 +1,408 @@
+"""The one path from an instance to a verified :class:`~hetopt.Result`.
+
+``build -> compile -> HiGHS -> extract -> verify -> Result``, for every kind:
+
+* :func:`solve` picks the kind's method for the objective (:mod:`hetopt.contract`) and
+  runs it on a :class:`Session`: a :class:`~hetopt.contract.BuildMethod` is built,
+  compiled, solved once and extracted by :meth:`Session.solve_method`; a
+  :class:`~hetopt.contract.RunMethod` solves as often as it needs to on live models the
+  session opens (water-filling levels, bisections, Pareto points, lexicographic stages).
+* :func:`finish` is the only place a solve's :class:`Result` is built, and the only
+  place verification is enforced: the tables are checked against the kind's
+  declaration, then by the kind's independent verifier; a solution that fails either
+  is reported with status ``error``, never ``optimal`` or ``feasible``.
+
+Drivers that combine several solves (decomposition, rolling horizons, persistent
+policies) hand their combined :class:`~hetopt.contract.Outcome` to :func:`finish` too.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from .contract import (
+    UNSET,
+    Built,
+    Outcome,
+    SolveView,
+    check_details,
+    check_tables,
+)
+from .errors import SolveError
+from .options import SolveOptions
+from .result import Result, SolverReport, StageReport, Verification
+from .status import Status
+
+if TYPE_CHECKING:
+    from .contract import BuildMethod, Method
+    from .highs import CompiledModel, HighsModel, RawSolution
+    from .kinds.base import Kind
+
+log = logging.getLogger(__name__)
+
+PHASES = ("build_s", "transfer_s", "solve_s", "load_s")
+"""The timings every result reports (seconds): model building, compiling and passing
+the model to HiGHS, HiGHS's own solve time, reading the solution into tables."""
+
+_SOLVER_COUNTERS = ("simplex_iterations", "ipm_iterations", "mip_nodes")
+
+
+@dataclass
+class _Stage:
+    solves: int = 0
+    solve_s: float = 0.0
+    simplex_iterations: int = 0
+    ipm_iterations: int = 0
+    mip_nodes: int = 0
+
+
+class LiveModel:
+    """A compiled model held in one persistent HiGHS instance, opened by a session.
+
+    Edit it through :attr:`highs_model` (row and column bounds, costs, coefficients)
+    and solve it again with :meth:`solve`: HiGHS restarts from the previous basis.
+    """
+
+    def __init__(self, session: Session, built: Built, highs_model: HighsModel):
+        self.session = session
+        self.built = built
+        self.highs_model = highs_model
+
+    @property
+    def model(self) -> Any:
+        return self.built.model
+
+    @property
+    def layout(self) -> Any:
+        return self.built.layout
+
+    @property
+    def compiled(self) -> CompiledModel:
+        return self.highs_model.compiled
+
+    def solve(
+        self,
+        options: SolveOptions | None = None,
+        lp_method: str = "auto",
+        stage: str = "main",
+    ) -> SolveView:
+        """Run HiGHS (``options`` default to the session's) and account for the run."""
+        return self.session.run_highs(self, options, lp_method, stage)
+
+    def view(self, raw: RawSolution) -> SolveView:
+        return SolveView(self.compiled, raw)
+
+
+class Session:
+    """The solver side of one solve: options, timings, live HiGHS models, a report.
+
+    Methods that solve many times open their models here (:meth:`open`) and solve them
+    (:meth:`LiveModel.solve`); every HiGHS run is timed and counted per stage, so the
+    result's ``timings`` and ``report`` cover the whole method.
+
+    Parameters
+    ----------
+    kind
+        The kind being solved.
+    options
+        The solve options the user gave.
+    """
+
+    def __init__(self, kind: Kind, options: SolveOptions | None = None):
+        self.kind = kind
+        self.options = options or SolveOptions()
+        self.started = time.perf_counter()
+        self.timings: dict[str, float] = dict.fromkeys(PHASES, 0.0)
+        self._stages: dict[str, _Stage] = {}
+        self.last: SolveView | None = None
+
+    # ---------------------------------------------------------------- clock
+    def elapsed(self) -> float:
+        """Seconds since the session started."""
+        return time.perf_counter() - self.started
+
+    def restart_clock(self) -> None:
+        """Start a new solve on the same session (persistent policies re-solve warm)."""
+        self.started = time.perf_counter()
+        self.timings = dict.fromkeys(PHASES, 0.0)
+        self._stages = {}
+        self.last = None
+
+    def remaining(self, options: SolveOptions | None = None) -> SolveOptions:
+        """``options`` (default: the session's) with the time limit reduced by the time
+        already spent (at least 1 ms)."""
+        options = options or self.options
+        if options.time_limit_s is None:
+            return options
+        left = max(1e-3, options.time_limit_s - self.elapsed())
+        return options.replace(time_limit_s=left)
+
+    @contextmanager
+    def timer(self, key: str) -> Iterator[None]:
+        """Add the time spent in the ``with`` block to ``timings[key]``."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[key] = self.timings.get(key, 0.0) + time.perf_counter() - t0
+
+    def add_time(self, key: str, seconds: float) -> None:
+        self.timings[key] = self.timings.get(key, 0.0) + seconds
+
+    # ---------------------------------------------------------------- models
+    def build(self, method: BuildMethod | Method, instance: Any, params: Any) -> Built:
+        """``method.build`` timed as ``build_s``."""
+        with self.timer("build_s"):
+            built = method.build(instance, params)
+        if not isinstance(built, Built):
+            raise SolveError(f"{type(method).__name__}.build returned {type(built).__name__}")
+        return built
+
+    def open(self, built: Built) -> LiveModel:
+        """Compile ``built`` and pass it to a new HiGHS instance (timed as ``transfer_s``)."""
+        from .highs import HighsModel, compile_model
+
+        with self.timer("transfer_s"):
+            hm = HighsModel(compile_model(built.model))
+        return LiveModel(self, built, hm)
+
+    def adopt(self, built: Built, highs_model: HighsModel) -> LiveModel:
+        """Wrap a model already held in HiGHS (a persistent policy's)."""
+        return LiveModel(self, built, highs_model)
+
+    def run_highs(
+        self,
+        live: LiveModel,
+        options: SolveOptions | None = None,
+        lp_method: str = "auto",
+        stage: str = "main",
+    ) -> SolveView:
+        """Solve ``live`` once; HiGHS's own time goes to ``solve_s`` and to ``stage``."""
+        raw = live.highs_model.solve(options or self.options, lp_method)
+        self.timings["solve_s"] += raw.solve_s
+        st = self._stages.setdefault(stage, _Stage())
+        st.solves += 1
+        st.solve_s += raw.solve_s
+        for key in _SOLVER_COUNTERS:
+            setattr(st, key, getattr(st, key) + int(raw.info.get(key, 0)))
+        view = live.view(raw)
+        self.last = view
+        return view
+
+    def record_solves(self, report: SolverReport | None, prefix: str = "") -> None:
+        """Add the HiGHS runs of another solve (a sub-result) to this session's report."""
+        if report is None:
+            return
+        for name, s in report.stages.items():
+            st = self._stages.setdefault(prefix + name, _Stage())
+            st.solves += s.solves
+            st.solve_s += s.solve_s
+            st.simplex_iterations += s.simplex_iterations
+            st.ipm_iterations += s.ipm_iterations
+            st.mip_nodes += s.mip_nodes
+
+    def solve_method(
+        self,
+        method: BuildMethod,
+        instance: Any,
+        params: Any,
+        options: SolveOptions | None = None,
+        stage: str = "main",
+    ) -> tuple[Outcome, LiveModel]:
+        """Build, compile, (MIP-)start, solve once and extract: one model's outcome.
+
+        The outcome's status, termination, bound and gap are resolved (HiGHS's unless
+        the extractor set its own); it is not verified yet (:func:`finish` does that).
+        Returns the outcome and the live model (for re-solves).
+        """
+        built = self.build(method, instance, params)
+        with self.timer("transfer_s"):
+            from .highs import HighsModel, compile_model
+
+            hm = HighsModel(compile_model(built.model))
+            x0 = method.start(instance, params, built, hm.compiled)
+            if x0 is not None:
+                hm.set_start(x0)
+        live = LiveModel(self, built, hm)
+        opts = method.options(instance, params, built, options or self.options)
+        view = live.solve(opts, method.lp_method, stage)
+        with self.timer("load_s"):
+            outcome = self.resolve(method, instance, params, built, view)
+        return outcome, live
+
+    def resolve(
+        self,
+        method: BuildMethod,
+        instance: Any,
+        params: Any,
+        built: Built,
+        view: SolveView,
+    ) -> Outcome:
+        """Turn one HiGHS solution into an outcome (HiGHS's status, bound and gap unless
+        the extractor overrides them)."""
+        raw = view.raw
+        status, termination = raw.status, raw.termination
+        details: dict[str, Any] = dict(method.describe(instance, params, built))
+        details.update({k: v for k, v in raw.info.items() if k in _SOLVER_COUNTERS and v > 0})
+        bound, gap = raw.bound, raw.gap
+        value: float | None = None
+        tables: dict[str, Any] = {}
+        timings: dict[str, float] = {}
+        if status.has_solution:
+            ex = method.extract(instance, params, built, view)
+            value, tables, timings = ex.objective_value, ex.tables, ex.timings
+            details.update(ex.details)
+            if ex.bound is not UNSET:
+                bound = ex.bound
+                gap = None if ex.gap is UNSET else ex.gap
+            elif ex.gap is not UNSET:
+                gap = ex.gap
+            if ex.status is not None:
+                status = ex.status
+                termination = ex.termination or termination
+                if not status.has_solution:
+                    value, bound, gap = None, None, None
+        elif bound is not None:
+            bound = method.unscale_bound(built, bound)
+        return Outcome(value, tables, details, status, termination, bound, gap, timings)
+
+    # ---------------------------------------------------------------- report
+    def report(self) -> SolverReport:
+        stages = {
+            k: StageReport(s.solves, s.solve_s, s.simplex_iterations, s.ipm_iterations, s.mip_nodes)
+            for k, s in self._stages.items()
+        }
+        return SolverReport(
+            solves=sum(s.solves for s in stages.values()),
+            solve_s=sum(s.solve_s for s in stages.values()),
+            simplex_iterations=sum(s.simplex_iterations for s in stages.values()),
+            ipm_iterations=sum(s.ipm_iterations for s in stages.values()),
+            mip_nodes=sum(s.mip_nodes for s in stages.values()),
+            stages=stages,
+        )
+
+
+# ------------------------------------------------------------------------- entry points
+def run_method(
+    kind: Kind,
+    method: Method,
+    instance: Any,
+    params: Any,
+    session: Session,
+) -> Outcome:
+    """Run ``method`` on ``session``: one model (build method) or its own loop."""
+    if hasattr(method, "run"):
+        outcome = method.run(session, instance, params)
+        if not isinstance(outcome, Outcome) or outcome.status is None:
+            raise SolveError(f"{type(method).__name__}.run must return an Outcome with a status")
+        return outcome
+    outcome, _ = session.solve_method(method, instance, params)  # type: ignore[arg-type]
+    return outcome
+
+
+def solve(
+    kind: Kind,
+    instance: Any,
+    objective: str,
+    options: SolveOptions | None = None,
+    params: Any = None,
+) -> Result:
+    """Solve a validated ``instance`` of ``kind`` for ``objective`` (already resolved)
+    with validated ``params`` (default: the kind's defaults)."""
+    params = kind.parse_params({}) if params is None else params
+    method = kind.method_for(objective, instance, params)
+    session = Session(kind, options)
+    outcome = run_method(kind, method, instance, params, session)
+    return finish(kind, instance, objective, outcome, session)
+
+
+def build(kind: Kind, instance: Any, objective: str, params: Any = None) -> Built:
+    """The model ``objective`` is solved with (its first stage for multi-solve methods)."""
+    params = kind.parse_params({}) if params is None else params
+    return kind.method_for(objective, instance, params).build(instance, params)
+
+
+def finish(
+    kind: Kind,
+    instance: Any,
+    objective: str,
+    outcome: Outcome,
+    session: Session | None = None,
+    timings: Mapping[str, float] | None = None,
+    runtime_s: float | None = None,
+) -> Result:
+    """Build the :class:`Result` of ``outcome`` and verify it: the one place both happen.
+
+    Timings are the session's phases plus ``outcome.timings`` (or ``timings``, replacing
+    them, for drivers that report their own split), then ``verify_s``.
+    """
+    if outcome.status is None:
+        raise SolveError("an outcome reached the pipeline without a status")
+    t0 = time.perf_counter()
+    status = outcome.status
+    termination = outcome.termination if outcome.termination is not None else status.value
+    bound = None if outcome.bound is UNSET else outcome.bound
+    gap = None if outcome.gap is UNSET else outcome.gap
+    if timings is not None:
+        times = dict(timings)
+    else:
+        times = dict(session.timings) if session is not None else dict.fromkeys(PHASES, 0.0)
+        for k, v in outcome.timings.items():
+            times[k] = times.get(k, 0.0) + v
+    _check_details(kind, outcome.details)
+    result = Result(
+        kind=kind.name,
+        objective=objective,
+        status=status,
+        termination=termination,
+        objective_value=outcome.objective_value,
+        bound=bound,
+        gap=gap,
+        tables=dict(outcome.tables),
+        info=dict(outcome.details),
+        report=session.report() if session is not None else None,
+    )
+    if result.status.has_solution:
+        result = _enforce(replace(result, verification=verify(kind, instance, result)))
+    times["verify_s"] = times.get("verify_s", 0.0) + time.perf_counter() - t0
+    if runtime_s is None:
+        runtime_s = session.elapsed() if session is not None else sum(times.values())
+    return replace(result, timings=times, runtime_s=runtime_s)
+
+
+def verify(kind: Kind, instance: Any, result: Result) -> Verification:
+    """The tables checked against the kind's declaration, then the kind's verifier."""
+    problems = check_tables(kind.tables, result.tables) if kind.methods else []  # TEMPORARY
+    if problems:
+        return Verification(ok=False, violations=tuple(problems), checks=("declared tables",))
+    return kind.verify(instance, result)
+
+
+def _enforce(result: Result) -> Result:
+    """A solution the verifier rejected is reported with status ``error``."""
+    v = result.verification
+    if v is None or v.ok or not result.status.has_solution:
+        return result
+    first = v.violations[0] if v.violations else "?"
+    return replace(
+        result,
+        status=Status.ERROR,
+        termination=f"{result.termination}; verifier rejected the solution: {first}",
+    )
+
+
+def _check_details(kind: Kind, details: Mapping[str, Any]) -> None:
+    """Undeclared ``info`` entries are a bug of the kind: an error under the test suite
+    (``HETOPT_CHECK_CONTRACT=1``), a debug message otherwise."""
+    problems = check_details(kind.details, details)
+    if not problems:
+        return
+    if os.environ.get("HETOPT_CHECK_CONTRACT"):
+        raise SolveError(f"kind {kind.name!r}: " + "; ".join(problems))
+    log.debug("kind %r: %s", kind.name, "; ".join(problems))
