@@ -433,3 +433,41 @@ class RunMethodBase:
 
 
 Method = BuildMethod | RunMethod
+
+
+# --------------------------------------------------------------------------- hooks
+@runtime_checkable
+class Decomposer(Protocol):
+    """What a kind offers :func:`hetopt.decompose.solve_decomposed` (``Kind.decomposer``).
+
+    ``separable`` maps each objective whose optimum is the combination (``"min"``,
+    ``"max"`` or ``"sum"``) of the optima of independent components to that rule; those
+    objectives get the exact component decomposition. ``methods`` are the approximate
+    methods :meth:`partitioned` offers (the first is the default).
+    """
+
+    separable: Mapping[str, str]
+    methods: tuple[str, ...]
+
+    def components(self, instance: Any) -> list[np.ndarray]:
+        """Job indices of each independent component (largest first)."""
+        ...
+
+    def sub_instance(self, instance: Any, jobs: np.ndarray) -> Any:
+        """The instance restricted to ``jobs`` (same resources)."""
+        ...
+
+    def partitioned(
+        self,
+        instance: Any,
+        objective: str,
+        params: Any,
+        partitions: int,
+        method: str,
+        options: SolveOptions | None,
+        executor: Any,
+        seed: int,
+    ) -> Any:
+        """An approximate decomposition into ``partitions`` parts: a verified
+        :class:`~hetopt.Result` built by :func:`hetopt.pipeline.finish`."""
+        ...

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ValidationError
 
-from ..contract import Detail, Method, NoParams, Objective, Params, Table
+from ..contract import Decomposer, Detail, Method, NoParams, Objective, Params, Table
 from ..errors import InstanceError, UsageError
 from ..instance import InstanceBase
 
@@ -56,6 +56,8 @@ class Kind:
         instance or a parameter picks among several.
     tables, details
         The declared result tables and ``info`` entries.
+    decomposer
+        The kind's :class:`~hetopt.contract.Decomposer` hooks, if it can be decomposed.
     """
 
     name: str = ""
@@ -66,6 +68,9 @@ class Kind:
     methods: ClassVar[Mapping[str, Method]] = {}
     tables: ClassVar[tuple[Table, ...]] = ()
     details: ClassVar[tuple[Detail, ...]] = ()
+    decomposer: ClassVar[Decomposer | None] = None
+    """What :func:`hetopt.decompose.solve_decomposed` may do with this kind (``None``:
+    no decomposition)."""
 
     # ------------------------------------------------------------------ objectives
     def objective_names(self) -> list[str]:
