@@ -160,6 +160,47 @@ def _record_models(model: Any) -> list[Any]:
     return out
 
 
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _result_sections(kind: Any) -> list[str]:
+    """The kind's declared result tables and ``info`` entries (``Kind.tables``,
+    ``Kind.details``): the same declaration the pipeline checks every result against."""
+    lines: list[str] = []
+    if kind.tables:
+        lines += [
+            "## Result tables",
+            "",
+            "Every result of this kind carries these tables (`result.tables[name]`, the "
+            "`tables` key of `--json`); the pipeline checks each against this declaration "
+            "before the kind's verifier runs.",
+            "",
+        ]
+        for t in kind.tables:
+            when = " (only for some objectives or parameters)" if t.optional else ""
+            desc = t.description[:1].upper() + t.description[1:]
+            lines += [f"### `{t.name}`{when}", "", f"{desc}.", ""]
+            lines += ["| column | type | unit | meaning |", "|---|---|---|---|"]
+            for c in t.columns:
+                opt = " (optional)" if c.optional else ""
+                lines.append(
+                    f"| `{c.name}` | {c.dtype} | {c.unit or '-'} | {_cell(c.description)}{opt} |"
+                )
+            lines.append("")
+    if kind.details:
+        lines += [
+            "## Result details (`info`)",
+            "",
+            "| entry | type | unit | meaning |",
+            "|---|---|---|---|",
+        ]
+        for d in kind.details:
+            lines.append(f"| `{d.name}` | {d.type} | {d.unit or '-'} | {_cell(d.description)} |")
+        lines.append("")
+    return lines
+
+
 def generate_kinds() -> list[str]:
     """One page per installed kind: objectives, parameters, instance model, JSON Schema."""
     import hetopt
@@ -183,18 +224,23 @@ def generate_kinds() -> list[str]:
             lines.append(f"| `{o.name}` | {o.sense} | {o.unit or '-'} | {desc} |")
         lines.append("")
         if kind.params:
+            specs = kind.param_specs()
             lines += ["## Parameters of `solve`", ""]
             lines += [
                 "Pass them as keywords to `hetopt.solve` or as `--param KEY=VALUE` on the "
-                "command line.",
+                "command line; both are validated by the same typed model.",
                 "",
-                "| parameter | meaning |",
-                "|---|---|",
+                "| parameter | type | default | meaning |",
+                "|---|---|---|---|",
             ]
             for p, desc in kind.params.items():
+                spec = specs.get(p, {})
                 cell = desc.replace("|", "\\|")
-                lines.append(f"| `{p}` | {cell} |")
+                typ = str(spec.get("type", "")).replace("|", "\\|") or "-"
+                default = f"`{spec['default']!r}`" if "default" in spec else "-"
+                lines.append(f"| `{p}` | {typ} | {default} | {cell} |")
             lines.append("")
+        lines += _result_sections(kind)
         lines += [
             "## Instance model",
             "",
