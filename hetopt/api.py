@@ -38,7 +38,7 @@ def kind_of(instance: Any) -> Kind:
 def solve(
     instance: InstanceLike,
     objective: str | None = None,
-    options: SolveOptions | None = None,
+    options: SolveOptions | Mapping[str, Any] | None = None,
     **params: Any,
 ) -> Result:
     """Solve an instance of any kind exactly with HiGHS.
@@ -52,7 +52,8 @@ def solve(
         Objective name (see ``hetopt kinds``); default: the instance's ``objective``
         field, else the kind's first objective.
     options
-        :class:`SolveOptions` (time limit, gap, threads, seed, raw HiGHS options).
+        :class:`SolveOptions` (time limit, gap, threads, seed, raw HiGHS options), or a
+        mapping of the same names (``{"time_limit_s": 10}``).
     **params
         Kind-specific switches, e.g. ``agnostic=True`` for ``gpu_cluster``.
 
@@ -67,14 +68,17 @@ def solve(
     InstanceError
         The instance is invalid (the message names the file and field).
     """
+    opts = SolveOptions.coerce(options)
     inst, source = load(instance)
     kind = kind_of(inst)
     try:
         name = kind.resolve_objective(inst, objective)
         if not kind.methods:  # TEMPORARY: a kind not yet on the pipeline (issue 12)
             kind.check_params(params)
-            return enforce_verification(kind.solve(inst, name, options or SolveOptions(), **params))
-        return pipeline.solve(kind, inst, name, options, kind.parse_params(params))
+            return pipeline.interruptible(
+                lambda: enforce_verification(kind.solve(inst, name, opts, **params))
+            )
+        return pipeline.solve(kind, inst, name, opts, kind.parse_params(params))
     except InstanceError as exc:
         raise (exc.with_source(source) if source and not exc.source else exc) from None
 

@@ -7,6 +7,8 @@ never exceptions. Exceptions are for bad input (:class:`InstanceError`), bad opt
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class HetoptError(Exception):
     """Base class of every error hetopt raises on purpose."""
@@ -55,3 +57,13 @@ class OptionsError(HetoptError, ValueError):
 
 class SolveError(HetoptError, RuntimeError):
     """The solver crashed or returned something hetopt cannot interpret."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a solve. HiGHS has stopped and its models are usable;
+    :attr:`result` is the honest result of what was found (the incumbent with status
+    ``feasible`` and its gap, or ``no_solution``), termination ``interrupted: ...``."""
+
+    def __init__(self, result: Any):
+        super().__init__("interrupted")
+        self.result = result

@@ -275,10 +275,39 @@ class RawSolution:
         return out
 
 
-def _log_callback(callback_type: int, message: str, *_: Any) -> None:
-    line = message.rstrip("\n")
-    if line:
-        solver_log.info(line)
+_CB = highspy.cb.HighsCallbackType
+_INTERRUPT_TYPES = (
+    _CB.kCallbackSimplexInterrupt,
+    _CB.kCallbackIpmInterrupt,
+    _CB.kCallbackMipInterrupt,
+)
+
+_STOP = threading.Event()
+"""Set by Ctrl-C while HiGHS runs: every running solve stops at its next check, and later
+solves of the same top-level solve do not start (see :func:`clear_interrupt`)."""
+
+_MAX_INTERRUPTS = 3
+"""Ctrl-C presses after which hetopt stops waiting for HiGHS to notice (the run is left
+behind in its thread and the interrupt goes up)."""
+
+
+def interrupted() -> bool:
+    """Whether Ctrl-C stopped HiGHS since :func:`clear_interrupt`."""
+    return _STOP.is_set()
+
+
+def clear_interrupt() -> None:
+    """Forget an earlier Ctrl-C (a new top-level solve starts)."""
+    _STOP.clear()
+
+
+def _callback(callback_type: int, message: str, data_out: Any, data_in: Any, user: Any) -> None:
+    if callback_type == _CB.kCallbackLogging:
+        line = message.rstrip("\n")
+        if line:
+            solver_log.info(line)
+    elif _STOP.is_set():
+        data_in.user_interrupt = True
 
 
 class HighsModel:
@@ -298,6 +327,9 @@ class HighsModel:
         _check(h.setOptionValue("log_to_console", False), "log_to_console")
         self._h = h
         self._logging = False
+        _check(h.setCallback(_callback, None), "callback")  # type: ignore[arg-type]
+        for cb in _INTERRUPT_TYPES:
+            h.startCallback(cb)
         cm = compiled
         A = cm.A
         status = h.passModel(
@@ -377,12 +409,15 @@ class HighsModel:
         # mip_abs_gap in a Pareto loop) must not leak into the next
         h.resetOptions()
         verbose = solver_log.isEnabledFor(logging.INFO)
-        if verbose and not self._logging:
-            h.setCallback(_log_callback, None)  # type: ignore[arg-type]
-            h.startCallback(highspy.cb.HighsCallbackType.kCallbackLogging)
-            self._logging = True
-        _check(h.setOptionValue("output_flag", verbose), "output_flag")
+        # console off first: HiGHS prints its banner on stdout when the logging callback
+        # starts while it logs to the console (its default after resetOptions), and stdout
+        # is for results (``--json``); the log reaches the ``hetopt.solver`` logger through
+        # the callback, never the console
         _check(h.setOptionValue("log_to_console", False), "log_to_console")
+        _check(h.setOptionValue("output_flag", verbose), "output_flag")
+        if verbose and not self._logging:
+            h.startCallback(_CB.kCallbackLogging)
+            self._logging = True
         _set(h, "time_limit", float(options.time_limit_s) if options.time_limit_s else INF)
         if options.mip_rel_gap is not None:
             _set(h, "mip_rel_gap", float(options.mip_rel_gap))
@@ -418,7 +453,19 @@ class HighsModel:
         self._apply_options(options, default_lp_method)
         h = self._h
         t0 = time.perf_counter()
-        run_status = h.run()
+        if _STOP.is_set():  # Ctrl-C stopped an earlier solve of this top-level solve
+            return RawSolution(
+                Status.NO_SOLUTION,
+                "interrupted before this solve",
+                None,
+                None,
+                None,
+                None,
+                None,
+                0.0,
+                {"interrupted": True},
+            )
+        run_status = _run(h)
         ms = h.getModelStatus()
         if ms == _MS.kUnboundedOrInfeasible and not self.compiled.is_mip:
             # presolve could not tell which: ask again without it
@@ -426,7 +473,7 @@ class HighsModel:
             presolve = got[1] if isinstance(got, tuple) else got
             _set(h, "presolve", "off")
             h.clearSolver()
-            run_status = h.run()
+            run_status = _run(h)
             ms = h.getModelStatus()
             _set(h, "presolve", presolve)
         solve_s = time.perf_counter() - t0
@@ -495,13 +542,15 @@ class HighsModel:
                 bound, gap = None, None
         elif is_mip and math.isfinite(float(info.mip_dual_bound)):
             bound = float(info.mip_dual_bound)
-        extra = {
+        extra: dict[str, Any] = {
             "simplex_iterations": int(info.simplex_iteration_count),
             "ipm_iterations": int(info.ipm_iteration_count),
             "mip_nodes": int(info.mip_node_count),
             "max_primal_infeasibility": float(info.max_primal_infeasibility),
             "highs_run_status": str(run_status),
         }
+        if _STOP.is_set():
+            extra["interrupted"] = True
         return RawSolution(status, termination, objective, bound, gap, x, duals, solve_s, extra)
 
     def write(self, path: str) -> None:
@@ -509,16 +558,72 @@ class HighsModel:
         self._h.writeModel(str(path))
 
 
+def _run(h: Any) -> Any:
+    """``h.run()``, interruptible with Ctrl-C.
+
+    In the main thread (where Python delivers SIGINT) HiGHS runs in a helper thread while
+    this one waits; Ctrl-C sets :data:`_STOP`, which HiGHS's interrupt callbacks read, so
+    HiGHS stops at its next check and returns its incumbent (status ``kInterrupt``).
+    Elsewhere (executor threads, Dask workers) HiGHS runs directly.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return h.run()
+    box: list[Any] = []
+    failure: list[BaseException] = []
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            box.append(h.run())
+        except BaseException as exc:  # pragma: no cover - HiGHS raised
+            failure.append(exc)
+        finally:
+            done.set()
+
+    # (an Event, not Thread.join: a KeyboardInterrupt inside join can leave the thread
+    # reported as finished while it still runs)
+    threading.Thread(target=target, name="highs-run", daemon=True).start()
+    presses = 0
+    while True:
+        try:
+            if done.wait(0.05):
+                break
+        except KeyboardInterrupt:
+            presses += 1
+            _STOP.set()
+            log.warning("interrupted: stopping HiGHS (press Ctrl-C again to abandon it)")
+            if presses >= _MAX_INTERRUPTS:
+                raise
+    if failure:
+        raise failure[0]
+    return box[0]
+
+
 _SCHEDULER_LOCK = threading.Lock()
 _scheduler_threads: int | None = None  # thread count HiGHS's global scheduler runs with
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity, else the machine's count)."""
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def _set_threads(h: Any, threads: int | None) -> None:
     """Set HiGHS's ``threads``. HiGHS fixes its thread pool (process-wide) on the first
     run and refuses to run with a different count later ("Not Set" / run error), so a
-    change of count resets the global scheduler first."""
+    change of count resets the global scheduler first. More threads than the cores
+    available are capped (HiGHS aborts the process when it cannot create them)."""
     global _scheduler_threads
     want = int(threads) if threads is not None else 0  # 0 = HiGHS decides
+    cores = available_cores()
+    if want > cores:
+        log.warning("threads=%d capped at the %d cores available", want, cores)
+        want = cores
     with _SCHEDULER_LOCK:
         if _scheduler_threads is not None and want != _scheduler_threads:
             h.resetGlobalScheduler(True)

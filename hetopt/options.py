@@ -49,12 +49,15 @@ class SolveOptions:
     def __post_init__(self) -> None:
         if self.time_limit_s is not None and not (
             isinstance(self.time_limit_s, int | float)
+            and not isinstance(self.time_limit_s, bool)
             and self.time_limit_s > 0
             and math.isfinite(self.time_limit_s)
         ):
             raise OptionsError(f"time_limit_s must be a positive number, got {self.time_limit_s!r}")
         if self.mip_rel_gap is not None and not (
-            isinstance(self.mip_rel_gap, int | float) and 0 <= self.mip_rel_gap < 1
+            isinstance(self.mip_rel_gap, int | float)
+            and not isinstance(self.mip_rel_gap, bool)
+            and 0 <= self.mip_rel_gap < 1
         ):
             raise OptionsError(f"mip_rel_gap must be in [0, 1), got {self.mip_rel_gap!r}")
         if self.threads is not None and not (
@@ -63,7 +66,9 @@ class SolveOptions:
             and self.threads >= 1
         ):
             raise OptionsError(f"threads must be a whole number >= 1, got {self.threads!r}")
-        if self.seed is not None and not (isinstance(self.seed, int) and self.seed >= 0):
+        if self.seed is not None and not (
+            isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0
+        ):
             raise OptionsError(f"seed must be a whole number >= 0, got {self.seed!r}")
         if self.lp_method not in _METHODS:
             raise OptionsError(
@@ -82,6 +87,20 @@ class SolveOptions:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["highs_options"] = dict(self.highs_options)
         return d
+
+    @classmethod
+    def coerce(cls, options: SolveOptions | Mapping[str, Any] | None) -> SolveOptions:
+        """``options`` as :class:`SolveOptions` (a mapping is read by :meth:`from_dict`)."""
+        if options is None:
+            return cls()
+        if isinstance(options, cls):
+            return options
+        if isinstance(options, Mapping):
+            return cls.from_dict(options)
+        raise OptionsError(
+            f"options must be SolveOptions or a mapping of option names, got "
+            f"{type(options).__name__}"
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str | None = None) -> SolveOptions:
@@ -111,11 +130,14 @@ class SolveOptions:
             [highs_options]
             presolve = "on"
         """
+        from .instance import FileProblem, read_text
+
         p = Path(path)
         try:
-            data = tomllib.loads(p.read_text())
-        except FileNotFoundError:
-            raise OptionsError(f"{p}: no such options file") from None
+            data = tomllib.loads(read_text(p, max_bytes=2**20))
+        except FileProblem as exc:
+            msg = "no such options file" if str(exc) == "no such file" else str(exc)
+            raise OptionsError(f"{p}: {msg}") from None
         except tomllib.TOMLDecodeError as exc:
             raise OptionsError(f"{p}: not valid TOML: {exc}") from None
         if "solve" in data and isinstance(data["solve"], dict):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -34,7 +35,7 @@ from .contract import (
     check_details,
     check_tables,
 )
-from .errors import SolveError
+from .errors import Interrupted, SolveError
 from .options import SolveOptions
 from .result import Result, SolverReport, StageReport, Verification
 from .status import Status
@@ -317,9 +318,61 @@ def solve(
     with validated ``params`` (default: the kind's defaults)."""
     params = kind.parse_params({}) if params is None else params
     method = kind.method_for(objective, instance, params)
-    session = Session(kind, options)
-    outcome = run_method(kind, method, instance, params, session)
-    return finish(kind, instance, objective, outcome, session)
+
+    def run() -> Result:
+        session = Session(kind, options)
+        outcome = run_method(kind, method, instance, params, session)
+        return finish(kind, instance, objective, outcome, session)
+
+    return interruptible(run)
+
+
+def interruptible(run: Any) -> Result:
+    """Call ``run()`` (which returns a Result) as one solve that Ctrl-C may stop.
+
+    The outermost solve of the main thread forgets an earlier Ctrl-C first; if Ctrl-C
+    stopped HiGHS meanwhile, it raises :class:`~hetopt.errors.Interrupted` carrying the
+    honest result (drivers that run many solves wrap their whole loop in this)."""
+    from . import highs
+
+    top = _enter()
+    try:
+        result: Result = run()
+    finally:
+        _leave()
+    if top and highs.interrupted():
+        raise Interrupted(interrupted_result(result))
+    return result
+
+
+_LOCAL = threading.local()
+
+
+def _enter() -> bool:
+    """Count nested solves of this thread; the main thread's outermost solve forgets an
+    earlier Ctrl-C. Returns whether this is that outermost solve."""
+    from . import highs
+
+    depth = getattr(_LOCAL, "depth", 0)
+    _LOCAL.depth = depth + 1
+    top = depth == 0 and threading.current_thread() is threading.main_thread()
+    if top:
+        highs.clear_interrupt()
+    return top
+
+
+def _leave() -> None:
+    _LOCAL.depth = getattr(_LOCAL, "depth", 1) - 1
+
+
+def interrupted_result(result: Result) -> Result:
+    """``result`` marked as stopped by Ctrl-C (termination ``interrupted: ...``); a
+    solution it carries was verified like any other, so it stays ``feasible`` at best."""
+    status = Status.FEASIBLE if result.status == Status.OPTIMAL else result.status
+    termination = result.termination
+    if not termination.lower().startswith("interrupted"):
+        termination = f"interrupted: {termination}"
+    return replace(result, status=status, termination=termination)
 
 
 def build(kind: Kind, instance: Any, objective: str, params: Any = None) -> Built:

@@ -184,9 +184,9 @@ class Result:
             "objective": self.objective,
             "status": self.status.value,
             "termination": self.termination,
-            "objective_value": _num(self.objective_value),
-            "bound": _num(self.bound),
-            "gap": _num(self.gap),
+            "objective_value": _finite(self.objective_value),
+            "bound": _finite(self.bound),
+            "gap": _finite(self.gap),
             "runtime_s": _num(self.runtime_s),
             "tables": {name: _records(df) for name, df in self.tables.items()},
             "verification": self.verification.to_dict() if self.verification else None,
@@ -252,6 +252,15 @@ class Result:
         for name, df in self.tables.items():
             lines.append(f"  table {name}: {len(df)} rows")
         return "\n".join(lines)
+
+
+def _finite(x: Any) -> float | None:
+    """A number of the result's header: ``None`` (JSON ``null``) when unknown or not finite
+    (a bound HiGHS has not proven yet is -inf internally)."""
+    if x is None:
+        return None
+    f = float(x)
+    return f if math.isfinite(f) else None
 
 
 def _num(x: Any) -> Any:

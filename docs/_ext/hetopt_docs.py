@@ -348,6 +348,7 @@ def generate_cli() -> None:
         "field and what was expected)",
         cli.EXIT_INFEASIBLE: "infeasible or unbounded",
         cli.EXIT_NO_SOLUTION: "no solution within the limits (time limit before any solution)",
+        cli.EXIT_INTERRUPTED: "interrupted (Ctrl-C); `solve` still prints and writes what HiGHS had found",
     }
     for code in sorted(meaning):
         lines.append(f"| {code} | {meaning[code]} |")

@@ -13,6 +13,7 @@ Exit codes (a fixed contract; other tools rely on them):
 3   invalid instance (the message names the file, the field and what was expected)
 4   infeasible or unbounded
 5   no solution within the limits (time limit reached before any solution)
+130 interrupted (Ctrl-C); ``solve`` still reports what HiGHS had found
 ==  =====================================================================
 """
 
@@ -32,22 +33,28 @@ from ..console import (
     EXIT_CODES_HELP,
     EXIT_INFEASIBLE,
     EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
     EXIT_INVALID,
     EXIT_NO_SOLUTION,
     EXIT_OK,
     EXIT_USAGE,
     STATUS_EXIT,
+    check_output,
     die,
     emit_instance,
     handle_errors,
+    quiet_broken_pipe,
+    warn,
+    write_output,
 )
-from ..errors import InstanceError, UsageError
+from ..errors import InstanceError, Interrupted, UsageError
 from ..kinds import cli_entries
 
 __all__ = [
     "EXIT_CODES_HELP",
     "EXIT_INFEASIBLE",
     "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
     "EXIT_INVALID",
     "EXIT_NO_SOLUTION",
     "EXIT_OK",
@@ -130,17 +137,11 @@ def _setup_logging(verbose: int) -> None:
 @click.version_option(package_name="hetopt")
 def main() -> None:
     """hetopt: exact optimisation (Pyomo + HiGHS) for work on heterogeneous resources."""
+    import warnings
 
-
-def _check_writable(path: Path | None, option: str) -> None:
-    """Fail before solving when an output file cannot be created."""
-    if path is None:
-        return
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        die(EXIT_USAGE, f"{option} {path}: directory {parent} does not exist")
-    if path.is_dir():
-        die(EXIT_USAGE, f"{option} {path}: is a directory")
+    # numpy's floating-point RuntimeWarnings (a 0/0 in a table column) are not messages
+    # for a user of the command line; errors are one line each, warnings say "warning"
+    warnings.simplefilter("ignore", RuntimeWarning)
 
 
 def _parse_param(values: tuple[str, ...]) -> dict[str, Any]:
@@ -157,7 +158,7 @@ def _parse_param(values: tuple[str, ...]) -> dict[str, Any]:
 
 
 @main.command(epilog=EXIT_CODES_HELP)
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path))
 @click.option(
     "--objective", "-O", help="Objective name (overrides the instance's; see 'hetopt kinds')."
 )
@@ -254,7 +255,7 @@ def solve(
     from ..options import SolveOptions
 
     _setup_logging(verbose)
-    _check_writable(output, "--output")
+    check_output(output, "--output", tuple(p for p in (file, options_file) if p is not None))
     opts = SolveOptions.from_file(options_file) if options_file else SolveOptions()
     changes = {
         k: v
@@ -267,44 +268,63 @@ def solve(
         if v is not None
     }
     opts = opts.replace(**changes) if changes else opts
+    _warn_threads(opts.threads)
     kw = _parse_param(params)
     if agnostic:
         kw["agnostic"] = True
     if partitions is None and (workers is not None or scheduler_address is not None):
         raise click.UsageError("--workers and --scheduler-address go with --partitions")
-    if partitions is not None:
-        from ..decompose import solve_decomposed
-        from ..kinds.base import enforce_verification
+    code: int | None = None
+    try:
+        if partitions is not None:
+            from ..decompose import solve_decomposed
+            from ..kinds.base import enforce_verification
 
-        result = enforce_verification(
-            solve_decomposed(
-                file,
-                objective,
-                opts,
-                partitions=partitions,
-                workers=workers,
-                scheduler_address=scheduler_address,
-                **kw,
+            result = enforce_verification(
+                solve_decomposed(
+                    file,
+                    objective,
+                    opts,
+                    partitions=partitions,
+                    workers=workers,
+                    scheduler_address=scheduler_address,
+                    **kw,
+                )
             )
-        )
-    else:
-        result = api_solve(file, objective, opts, **kw)
+        else:
+            result = api_solve(file, objective, opts, **kw)
+    except Interrupted as stop:  # Ctrl-C: HiGHS has stopped; report what it had
+        result, code = stop.result, EXIT_INTERRUPTED
     if output is not None:
-        result.to_json(output)
-    if as_json:
-        click.echo(result.to_json())
-    else:
-        click.echo(str(result))
-        for name in show_tables:
-            if name not in result.tables:
-                click.echo(f"(no table {name!r}; tables: {', '.join(result.tables)})", err=True)
-                continue
-            click.echo(f"\n{name}:\n{result.tables[name].to_string(index=False)}")
+        write_output(output, result.to_json() + "\n", "--output")
+    try:
+        if as_json:
+            click.echo(result.to_json())
+        else:
+            click.echo(str(result))
+            for name in show_tables:
+                if name not in result.tables:
+                    click.echo(f"(no table {name!r}; tables: {', '.join(result.tables)})", err=True)
+                    continue
+                click.echo(f"\n{name}:\n{result.tables[name].to_string(index=False)}")
+    except BrokenPipeError:  # ``| head``: the reader has what it wanted
+        quiet_broken_pipe()
+    if code is not None:
+        click.echo("hetopt: interrupted", err=True)
+        sys.exit(code)
     sys.exit(STATUS_EXIT[result.status])
 
 
+def _warn_threads(threads: int | None) -> None:
+    from ..highs import available_cores
+
+    cores = available_cores()
+    if threads is not None and threads > cores:
+        warn(f"--threads {threads} is more than the {cores} cores available: using {cores}")
+
+
 @main.command(epilog=EXIT_CODES_HELP)
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path))
 @handle_errors
 def validate(file: Path) -> None:
     """Check an instance FILE without solving it."""
@@ -360,7 +380,7 @@ def schema(kind: str) -> None:
 
 
 @main.command(epilog=EXIT_CODES_HELP)
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path))
 @click.option(
     "--format", "fmt", type=click.Choice(["lp", "mps"]), required=True, help="Output format."
 )
@@ -390,6 +410,7 @@ def export(
     """Write the model of FILE as LP or MPS, for another solver."""
     from ..api import export_model
 
+    check_output(output, "--output", (file,))
     kw = _parse_param(params)
     if agnostic:
         kw["agnostic"] = True

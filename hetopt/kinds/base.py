@@ -85,6 +85,16 @@ class Kind:
     def resolve_objective(self, instance: Any, objective: str | None) -> str:
         """The objective to solve: ``objective``, else the instance's, else the first."""
         from_file = getattr(instance, "objective", None)
+        if objective is not None and not (isinstance(objective, str) and objective.strip()):
+            raise UsageError(
+                f"objective must be one of: {', '.join(self.objective_names())}; got {objective!r}"
+            )
+        if objective is None and from_file is not None and not from_file.strip():
+            raise InstanceError(
+                f"empty objective; kind {self.name!r} offers: {', '.join(self.objective_names())}"
+                " (or leave the field out for the default)",
+                "objective",
+            )
         name = objective or from_file or self.objectives[0].name
         if objective is None and from_file is not None and name not in self.objective_names():
             # bad input in the instance itself: an invalid instance (exit 3), naming the field
