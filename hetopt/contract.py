@@ -313,6 +313,8 @@ class SolveView:
 
     compiled: CompiledModel
     raw: RawSolution
+    options: SolveOptions | None = None
+    """The options this solve ran with (e.g. ``mip_rel_gap`` for a gap test)."""
 
     @property
     def status(self) -> Status:

@@ -96,8 +96,8 @@ class LiveModel:
         """Run HiGHS (``options`` default to the session's) and account for the run."""
         return self.session.run_highs(self, options, lp_method, stage)
 
-    def view(self, raw: RawSolution) -> SolveView:
-        return SolveView(self.compiled, raw)
+    def view(self, raw: RawSolution, options: SolveOptions | None = None) -> SolveView:
+        return SolveView(self.compiled, raw, options)
 
 
 class Session:
@@ -185,14 +185,15 @@ class Session:
         stage: str = "main",
     ) -> SolveView:
         """Solve ``live`` once; HiGHS's own time goes to ``solve_s`` and to ``stage``."""
-        raw = live.highs_model.solve(options or self.options, lp_method)
+        opts = options or self.options
+        raw = live.highs_model.solve(opts, lp_method)
         self.timings["solve_s"] += raw.solve_s
         st = self._stages.setdefault(stage, _Stage())
         st.solves += 1
         st.solve_s += raw.solve_s
-        for key in _SOLVER_COUNTERS:
-            setattr(st, key, getattr(st, key) + int(raw.info.get(key, 0)))
-        view = live.view(raw)
+        for key in _SOLVER_COUNTERS:  # HiGHS says -1 for "not applicable"
+            setattr(st, key, getattr(st, key) + max(0, int(raw.info.get(key, 0))))
+        view = live.view(raw, opts)
         self.last = view
         return view
 
