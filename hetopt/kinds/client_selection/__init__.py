@@ -48,7 +48,7 @@ SELECTION = Table(
     "(max_clients / max_weight) or how many test samples it gives (min_duration)",
     (
         Column("client", "str", "client id"),
-        Column("group", "str", "the client's group (empty if none)"),
+        Column("group", "str", "the client's group (null if none)"),
         Column("selected", "bool", "the client takes part in the round"),
         Column("ready_s", "float", "when its update is ready (download + training)", "s"),
         Column("upload_s", "float", "upload time on its own link", "s"),
@@ -95,7 +95,7 @@ SELECTION = Table(
 
 CLASS_SAMPLES = Table(
     "class_samples",
-    "min_duration: test samples each selected client gives per class (whole samples)",
+    "test samples each selected client gives per class, in whole samples (min_duration)",
     (
         Column("client", "str", "client id"),
         Column("class", "str", "class (label)"),
