@@ -751,3 +751,39 @@ def test_example_instances_known_answers(name: str, instances_dir) -> None:
     else:
         brute = oort_brute(inst)
     assert brute == pytest.approx(EXAMPLES[name])
+
+
+# ------------------------------------------------------------------ the method choice
+def test_method_for_picks_the_documented_method() -> None:
+    from hetopt.kinds.client_selection import methods as M
+
+    kind = hetopt.get_kind("client_selection")
+    clients = random_clients(8, 1, deadline=80.0, groups=2)
+    plain = make(clients, deadline=80.0)
+    quotas = make(clients, deadline=80.0, group_min={"g0": 1})
+    oort = make(
+        [{**c, "samples": {"x": 3}} for c in clients], deadline=80.0, class_targets={"x": 4}
+    )
+
+    def pick(inst: ClientSelectionInstance, objective: str, **params: object) -> object:
+        return kind.method_for(objective, inst, kind.parse_params(params))
+
+    m = pick(plain, "max_clients")
+    assert isinstance(m, M.WithBaseline) and isinstance(m.inner, M.Fast)
+    assert isinstance(pick(plain, "max_clients", baseline=False), M.Fast)
+    assert isinstance(pick(plain, "max_weight", method="milp", baseline=False), M.CountMilp)
+    assert isinstance(pick(plain, "max_clients", method="greedy"), M.Greedy)
+    assert isinstance(pick(quotas, "max_clients"), M.CountMilp)  # no greedy baseline
+    assert isinstance(pick(quotas, "max_clients", method="fast"), M.Refused)
+    assert isinstance(pick(oort, "min_duration"), M.Testing)
+    assert isinstance(pick(oort, "min_duration", method="lp_round"), M.LpRound)
+    assert isinstance(pick(oort, "min_duration", method="fast"), M.Refused)
+    many = make(clients, deadline=80.0, max_clients=1, must_include=["c0", "c1"])
+    assert isinstance(pick(many, "max_clients", method="fast"), M.Infeasible)
+    # a refused combination still exports the objective's MILP (as before the pipeline)
+    with pytest.raises(hetopt.UsageError, match="lp_round"):
+        hetopt.solve(plain, "max_clients", FAST, method="lp_round")
+    model = hetopt.build_model(plain, "max_clients", method="lp_round")
+    assert model.name == "client_selection_shared"
+    with pytest.raises(hetopt.UsageError, match="baseline"):
+        hetopt.solve(plain, "max_clients", FAST, baseline="yes")

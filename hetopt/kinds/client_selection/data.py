@@ -1,4 +1,5 @@
-"""The ``client_selection`` instance (one federated-learning round) and its numpy views."""
+"""The ``client_selection`` instance (one federated-learning round), its numpy views and
+its solve parameters."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ...contract import Params
 from ...instance import InstanceBase, fail
 from .._shared.validation import id_positions
 
@@ -17,6 +19,25 @@ PosFloat = Annotated[float, Field(gt=0)]
 NonNegInt = Annotated[int, Field(ge=0)]
 
 OBJECTIVES = ("max_clients", "max_weight", "min_duration")
+
+
+class ClientSelectionParams(Params):
+    """The solve parameters of ``client_selection`` (``-p KEY=VALUE``)."""
+
+    method: Literal["auto", "milp", "fast", "greedy", "lp_round"] = Field(
+        "auto",
+        description="auto (default) | milp | fast (exact Moore-Hodgson / Lawler-Moore / "
+        "sorting) | greedy (FedCS heuristic) | lp_round (min_duration: LP relaxation + "
+        "restricted MILP)",
+    )
+    baseline: bool = Field(
+        True, description="also run FedCS's greedy and report its gap (default true)"
+    )
+    formulation: Literal["erd", "disjunctive"] = Field(
+        "erd",
+        description="shared uplink MILP: erd (default; upload order fixed, proven optimal) "
+        "| disjunctive (order as pair binaries, O(n^2), a cross-check)",
+    )
 
 
 class _Strict(BaseModel):

@@ -1,7 +1,8 @@
 """Pyomo formulations of client selection (see ``models/client_selection.md``).
 
-Every builder is a pure function of the instance and returns a Pyomo model (no
-solving). Times are divided by the round deadline (shared uplink), bandwidths by the
+Every builder is a pure function of the instance and returns a
+:class:`~hetopt.contract.Built`: the Pyomo model (no solving) and its :class:`Selection`
+layout. Times are divided by the round deadline (shared uplink), bandwidths by the
 budget and durations by a per-instance reference time, so every coefficient is O(1).
 No constraint needs a big-M: the shared-uplink model fixes the upload order to
 earliest-ready-first, which is optimal for any selected set.
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyomo.environ as pyo
 
+from ...contract import Built
 from ...pyomo_ext import LinearRows
 from .algorithms import parallel_need_mbps
 from .data import ClientArrays, ClientSelectionInstance, SampleArrays
@@ -22,10 +24,20 @@ INF = float("inf")
 
 
 @dataclass(frozen=True)
-class Members:
-    """Clients that have a column in the model, in column order (instance indices)."""
+class Selection:
+    """Layout of every client-selection model, for its extractor.
 
-    index: np.ndarray
+    Attributes
+    ----------
+    members
+        Instance index of the client of each ``select[k]`` column, in column order.
+    scale
+        The objective's unit per unit of the model's objective: ``weight_scale``
+        (``max_weight``), ``t_ref`` (``min_duration``) or 1 (``max_clients``).
+    """
+
+    members: np.ndarray
+    scale: float = 1.0
 
 
 def _selection_vars(m: pyo.ConcreteModel, arr: ClientArrays, members: np.ndarray) -> list:
@@ -34,8 +46,6 @@ def _selection_vars(m: pyo.ConcreteModel, arr: ClientArrays, members: np.ndarray
     sel = list(m.select.values())
     for k in np.flatnonzero(arr.forced[members]):
         sel[k].setlb(1)
-    m._members = Members(members)
-    m._select_list = sel
     return sel
 
 
@@ -79,7 +89,9 @@ def _side_rows(
 
 def _objective(
     m: pyo.ConcreteModel, arr: ClientArrays, members: np.ndarray, sel: list, objective: str
-) -> None:
+) -> float:
+    """``obj`` of the count models; returns its scale (``weight_scale``, or 1)."""
+    wmax = 1.0
     if objective == "max_clients":
         coef = np.ones(len(members))
     else:
@@ -93,6 +105,7 @@ def _objective(
         else 0.0,
         sense=pyo.maximize,
     )
+    return wmax
 
 
 def _start_vars(
@@ -128,7 +141,7 @@ def shared_members(arr: ClientArrays) -> np.ndarray:
 
 def build_shared(
     inst: ClientSelectionInstance, objective: str, members: np.ndarray | None = None
-) -> pyo.ConcreteModel:
+) -> Built:
     """FedCS with one shared uplink, uploads in earliest-ready-first order.
 
     Columns ``select[k]`` (binary) and ``start[k]`` in ``[ready_k / D, 1]`` for the member
@@ -156,8 +169,8 @@ def build_shared(
         )
     _deadline_rows(m, p, xs)
     _side_rows(m, inst, arr, members, sel)
-    _objective(m, arr, members, sel, objective)
-    return m
+    scale = _objective(m, arr, members, sel, objective)
+    return Built(m, Selection(members, scale))
 
 
 def parallel_need(inst: ClientSelectionInstance) -> np.ndarray:
@@ -179,7 +192,7 @@ def parallel_members(inst: ClientSelectionInstance) -> np.ndarray:
     return np.flatnonzero((arr.allowed & parallel_feasible(inst)) | arr.forced)
 
 
-def build_parallel(inst: ClientSelectionInstance, objective: str) -> pyo.ConcreteModel:
+def build_parallel(inst: ClientSelectionInstance, objective: str) -> Built:
     """Parallel uploads with a total bandwidth budget: a 0-1 knapsack.
 
     ``c_bandwidth``: ``sum_k need_k / budget * select[k] <= 1`` with
@@ -196,8 +209,8 @@ def build_parallel(inst: ClientSelectionInstance, objective: str) -> pyo.Concret
             np.zeros(k, dtype=np.int64), np.arange(k), need, 1, np.array([-INF]), np.ones(1), sel
         )
     _side_rows(m, inst, arr, members, sel)
-    _objective(m, arr, members, sel, objective)
-    return m
+    scale = _objective(m, arr, members, sel, objective)
+    return Built(m, Selection(members, scale))
 
 
 def testing_members(inst: ClientSelectionInstance, sa: SampleArrays) -> np.ndarray:
@@ -252,7 +265,7 @@ def build_testing(
     inst: ClientSelectionInstance,
     members: np.ndarray | None = None,
     relax: bool = False,
-) -> pyo.ConcreteModel:
+) -> Built:
     """Oort's testing-set selection (OSDI 2021, Appendix G) as a MILP.
 
     Choose clients (``select``) and the share of each client's samples of each class
@@ -293,7 +306,6 @@ def build_testing(
     m.share = pyo.Var(m.PAIRS, bounds=(0.0, 1.0))
     share = list(m.share.values())
     m.z = pyo.Var(bounds=(0.0, None))
-    m._pairs = (pc, pk, cnt)
     xs = [*sel, *share, m.z]
     C = len(sa.classes)
     targets = np.array([float((inst.class_targets or {})[c]) for c in sa.classes])
@@ -316,12 +328,12 @@ def build_testing(
     m.c_time = LinearRows.from_coo(rows, cols, vals, k, np.full(k, -INF), np.zeros(k), xs)
     _side_rows(m, inst, arr, members, sel)
     m.obj = pyo.Objective(expr=m.z, sense=pyo.minimize)
-    return m
+    return Built(m, Selection(members, t_ref))
 
 
 def build_shared_disjunctive(
     inst: ClientSelectionInstance, objective: str, members: np.ndarray | None = None
-) -> pyo.ConcreteModel:
+) -> Built:
     """FedCS with a shared uplink, with the upload order as variables (a cross-check).
 
     Unlike :func:`build_shared` it does not assume the earliest-ready-first order:
@@ -360,5 +372,5 @@ def build_shared_disjunctive(
         vals = np.stack([-np.ones(P), np.ones(P), -Mj, Mj, Mj], 1).ravel()
         m.c_second = LinearRows.from_coo(rows, cols, vals, P, np.full(P, -INF), 2 * Mj - p[jj], xs)
     _side_rows(m, inst, arr, members, sel)
-    _objective(m, arr, members, sel, objective)
-    return m
+    scale = _objective(m, arr, members, sel, objective)
+    return Built(m, Selection(members, scale))

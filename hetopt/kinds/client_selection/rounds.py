@@ -83,13 +83,14 @@ def run_rounds(
     group_quota
         Minimum total selections per group over all rounds.
     objective, options, method
-        Passed to :func:`hetopt.solve` each round.
+        How each round is solved (through :func:`hetopt.pipeline.solve`, without the
+        greedy baseline).
 
     Returns
     -------
     RoundsResult
     """
-    from ...api import solve
+    from . import KIND
 
     if num_rounds < 1:
         raise InstanceError("must be at least 1", "num_rounds")
@@ -104,6 +105,7 @@ def run_rounds(
             raise InstanceError(f"no client is in group {g!r}", f"group_quota.{g}")
         if not isinstance(q, int) or q < 0:
             raise InstanceError("must be a whole number >= 0", f"group_quota.{g}")
+    params = KIND.parse_params({"method": method, "baseline": False})
     rng = np.random.default_rng(seed)
     base = instance.to_dict()
     own_min = dict(instance.group_min or {})
@@ -139,13 +141,13 @@ def run_rounds(
         if avail.any():
             data = _round_data(base, avail, ready, upload, ids, groups, gmin)
             inst = ClientSelectionInstance.from_dict(data)
-            res = solve(inst, objective, options, method=method, baseline=False)
+            res = _solve_round(inst, objective, options, params)
             if not res.status.has_solution and gmin != own_min:
                 relaxed = True
                 log.info("round %d infeasible with the participation quota; relaxing it", rnd)
                 data = _round_data(base, avail, ready, upload, ids, groups, own_min)
                 inst = ClientSelectionInstance.from_dict(data)
-                res = solve(inst, objective, options, method=method, baseline=False)
+                res = _solve_round(inst, objective, options, params)
             if res.status.has_solution:
                 t = res.tables["selection"]
                 pos = np.flatnonzero(avail)
@@ -190,6 +192,19 @@ def run_rounds(
     return RoundsResult(
         pd.DataFrame(round_rows), pd.concat(frames, ignore_index=True), participation, results
     )
+
+
+def _solve_round(
+    inst: ClientSelectionInstance,
+    objective: str | None,
+    options: SolveOptions | None,
+    params: Any,
+) -> Result:
+    """One round's verified :class:`Result`, from :func:`hetopt.pipeline.solve`."""
+    from ... import pipeline
+    from . import KIND
+
+    return pipeline.solve(KIND, inst, KIND.resolve_objective(inst, objective), options, params)
 
 
 def _round_data(

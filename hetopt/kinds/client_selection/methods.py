@@ -1,0 +1,723 @@
+"""The methods of ``client_selection`` and the choice among them (``method_for``).
+
+* :class:`CountMilp` / :class:`TestingMilp`: the MILPs (one build, one HiGHS solve);
+* :class:`Fast`: the exact combinatorial fast path (Moore-Hodgson, Lawler-Moore,
+  sorting), no solver;
+* :class:`Greedy`: FedCS's greedy heuristic, no solver;
+* :class:`LpRound`: ``min_duration`` on large pools: the LP relaxation, then restricted
+  MILPs;
+* :class:`Infeasible`: infeasibility proven without a solver (the precheck);
+* :class:`WithBaseline`: another method, plus FedCS's greedy as a reported baseline;
+* :class:`Refused`: parameters a solve rejects (``hetopt export`` still writes the MILP).
+
+:func:`choose` makes the choice the ``method``, ``formulation`` and ``baseline``
+parameters and the instance call for, in the order earlier releases checked them (so
+the same input gets the same error). Every method's ``build`` is the MILP of its
+objective: what ``hetopt export`` writes whatever the method.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ...contract import (
+    UNSET,
+    BuildMethodBase,
+    Built,
+    Method,
+    Outcome,
+    RunMethodBase,
+    SolveView,
+)
+from ...errors import InstanceError, UsageError
+from ...options import SolveOptions
+from ...pipeline import run_method
+from ...status import Status
+from . import algorithms as A
+from . import formulations as F
+from .data import ClientArrays, ClientSelectionInstance, ClientSelectionParams, SampleArrays
+
+if TYPE_CHECKING:
+    from ...pipeline import Session
+
+TESTING = "min_duration"
+"""The objective of Oort's testing-set selection (the other two count clients)."""
+
+LP_ROUND_PAIRS = 20_000
+"""``min_duration`` with more (client, class) pairs than this uses ``lp_round`` by default."""
+
+DEFAULT_MIP_REL_GAP = 1e-4
+"""HiGHS's default ``mip_rel_gap`` (the whole-sample test of ``min_duration`` uses it
+unless the solve options set another)."""
+
+
+def _tol(arr: ClientArrays) -> float:
+    return A.REL_TOL * arr.deadline
+
+
+# ---------------------------------------------------------------------------- analysis
+def fast_path_blocker(inst: ClientSelectionInstance, objective: str) -> str | None:
+    """Why the exact fast path cannot solve this instance (``None``: it can)."""
+    if objective == TESTING:
+        return "min_duration has no combinatorial fast path"
+    if inst.group_min or inst.group_max:
+        return "group quotas need the MILP"
+    arr = inst.arrays
+    if inst.uplink == "shared":
+        if inst.must_include:
+            return "must_include needs the MILP with a shared uplink"
+        if objective == "max_weight":
+            cand = arr.allowed & arr.can_finish
+            if inst.max_clients is not None:
+                most = int(A.moore_hodgson(arr.upload[cand], arr.slack[cand], _tol(arr)).sum())
+                if most > inst.max_clients:
+                    return "max_clients binds, which Lawler-Moore's DP does not model"
+            plan = A.dp_plan(arr.upload[cand], arr.slack[cand], _tol(arr))
+            if plan is None:
+                return (
+                    "Lawler-Moore needs upload_s in multiples of 0.001 s and a table of at most "
+                    f"{A.DP_MAX_CELLS:,} cells"
+                )
+        return None
+    if objective == "max_weight" and inst.bandwidth_budget_mbps is not None:
+        return "a weighted knapsack needs the MILP"
+    return None
+
+
+def precheck(inst: ClientSelectionInstance, objective: str) -> str | None:
+    """A reason the instance is infeasible that needs no solver (``None``: none found)."""
+    arr = inst.arrays
+    nf = int(arr.forced.sum())
+    if inst.max_clients is not None and nf > inst.max_clients:
+        return f"must_include lists {nf} clients > max_clients = {inst.max_clients}"
+    if inst.group_min:
+        if objective == TESTING:
+            sa = SampleArrays.from_instance(inst)
+            eligible = np.zeros(arr.n, dtype=bool)
+            eligible[F.testing_members(inst, sa)] = True
+        elif inst.uplink == "shared":
+            eligible = (arr.allowed & arr.can_finish) | arr.forced
+        else:
+            eligible = (arr.allowed & F.parallel_feasible(inst)) | arr.forced
+        gpos = {g: j for j, g in enumerate(arr.groups)}
+        for g, q in inst.group_min.items():
+            have = int(np.sum(eligible & (arr.group == gpos[g])))
+            if have < q:
+                return f"group_min.{g} = {q} but only {have} client(s) of group {g!r} can take part"
+    if objective == TESTING or not nf:
+        return None
+    ok = arr.can_finish if inst.uplink == "shared" else F.parallel_feasible(inst)
+    bad = arr.forced & ~ok
+    if bad.any():
+        return f"must-include client {arr.ids[int(np.argmax(bad))]!r} cannot upload by the deadline"
+    if inst.uplink == "shared":
+        _, finish, _ = A.shared_schedule(arr.ready, arr.upload, arr.forced)
+        if np.nanmax(finish) > arr.deadline + _tol(arr):
+            return "the must-include clients alone cannot all upload by the deadline"
+    elif inst.bandwidth_budget_mbps is not None:
+        need = float(F.parallel_need(inst)[arr.forced].sum())
+        if need > inst.bandwidth_budget_mbps * (1 + A.REL_TOL):
+            return f"the must-include clients need {need:.6g} Mbit/s > the budget"
+    return None
+
+
+def require_targets(inst: ClientSelectionInstance) -> None:
+    if not inst.class_targets:
+        raise InstanceError(
+            "required for the min_duration objective (test samples wanted per class)",
+            "class_targets",
+        )
+
+
+def greedy_ok(inst: ClientSelectionInstance) -> bool:
+    """Whether FedCS's greedy applies (shared uplink, no must_include, no quotas)."""
+    return inst.uplink == "shared" and not (inst.must_include or inst.group_min or inst.group_max)
+
+
+# ---------------------------------------------------------------------------- tables
+def selection_table(inst: ClientSelectionInstance, mask: np.ndarray) -> pd.DataFrame:
+    """``selection(client, group, selected, ready_s, upload_s, weight, upload_start_s,
+    finish_s, ...)`` with one row per client of the instance."""
+    arr = inst.arrays
+    groups = np.array([*arr.groups, None], dtype=object)[arr.group]
+    cols: dict[str, Any] = {
+        "client": arr.ids,
+        "group": groups,
+        "selected": mask,
+        "ready_s": arr.ready,
+        "upload_s": arr.upload,
+        "weight": arr.weight,
+    }
+    if inst.uplink == "shared":
+        start, finish, order = A.shared_schedule(arr.ready, arr.upload, mask)
+        cols.update(upload_start_s=start, finish_s=finish, upload_order=order)
+    else:
+        start = np.where(mask, arr.ready, np.nan)
+        if inst.bandwidth_budget_mbps is not None:
+            need = F.parallel_need(inst)
+            # each selected client gets exactly the bandwidth that ends its upload at D
+            cols.update(
+                upload_start_s=start,
+                finish_s=np.where(mask, arr.deadline, np.nan),
+                bandwidth_mbps=np.where(mask, need, np.nan),
+            )
+        else:
+            cols.update(upload_start_s=start, finish_s=start + arr.upload)
+    return pd.DataFrame(cols)
+
+
+def count_value(inst: ClientSelectionInstance, objective: str, mask: np.ndarray) -> float:
+    """``max_clients``: the number selected; ``max_weight``: their total weight."""
+    if objective == "max_clients":
+        return float(mask.sum())
+    return float(inst.arrays.weight[mask].sum())
+
+
+def _rel_gap(bound: float, value: float) -> float:
+    return abs(bound - value) / max(abs(value), 1e-9)
+
+
+def _mask(inst: ClientSelectionInstance, built: Built, solution: SolveView) -> np.ndarray:
+    members = built.layout.members
+    y = solution.values(built.model.select, range(len(members)))
+    mask = np.zeros(inst.arrays.n, dtype=bool)
+    mask[members[y > 0.5]] = True
+    return mask
+
+
+# ---------------------------------------------------------------------------- MILPs
+_COUNT_BUILDERS: Mapping[tuple[str, str], Callable[[ClientSelectionInstance, str], Built]] = {
+    ("shared", "erd"): F.build_shared,
+    ("shared", "disjunctive"): F.build_shared_disjunctive,
+    # the parallel uplink has one model (a solve refuses formulation="disjunctive" there;
+    # ``hetopt export`` writes the knapsack, as earlier releases did)
+    ("parallel", "erd"): F.build_parallel,
+    ("parallel", "disjunctive"): F.build_parallel,
+}
+
+
+class CountMilp(BuildMethodBase):
+    """``max_clients`` / ``max_weight`` as a MILP: :func:`~.formulations.build_shared`
+    (or ``build_shared_disjunctive``) with a shared uplink, the knapsack
+    :func:`~.formulations.build_parallel` with parallel uploads.
+
+    ``blocker`` (why the fast path did not run) is reported in ``info``.
+    """
+
+    def __init__(self, objective: str, blocker: str | None = None):
+        self.objective = objective
+        self.blocker = blocker
+
+    def build(self, instance: ClientSelectionInstance, params: ClientSelectionParams) -> Built:
+        return _COUNT_BUILDERS[instance.uplink, params.formulation](instance, self.objective)
+
+    def describe(
+        self, instance: ClientSelectionInstance, params: ClientSelectionParams, built: Built
+    ) -> dict[str, Any]:
+        info: dict[str, Any] = {"method": "milp"}
+        if instance.uplink == "shared":
+            info["formulation"] = params.formulation
+        if self.blocker is not None:
+            info["fast_path_blocker"] = self.blocker
+        return info
+
+    def extract(
+        self,
+        instance: ClientSelectionInstance,
+        params: ClientSelectionParams,
+        built: Built,
+        solution: SolveView,
+    ) -> Outcome:
+        mask = _mask(instance, built, solution)
+        value = count_value(instance, self.objective, mask)
+        tables = {"selection": selection_table(instance, mask)}
+        if solution.bound is None:  # keep HiGHS's (none)
+            return Outcome(value, tables)
+        bound = solution.bound * built.layout.scale
+        return Outcome(value, tables, bound=bound, gap=_rel_gap(bound, value))
+
+    def unscale_bound(self, built: Built, bound: float) -> float:
+        return bound * built.layout.scale
+
+
+class TestingMilp(BuildMethodBase):
+    """``min_duration`` (Oort's testing-set selection) as a MILP
+    (:func:`~.formulations.build_testing`), restricted to ``members`` if given.
+
+    Samples are fractional in the model; the extractor assigns whole samples exactly
+    (:func:`~.algorithms.integer_assignment`) and calls the result optimal only if that
+    costs at most ``gap_tol`` (relative) over the model's bound. ``details`` are
+    reported in ``info`` (default ``{"method": "milp"}``).
+    """
+
+    def __init__(
+        self,
+        members: np.ndarray | None = None,
+        gap_tol: float = DEFAULT_MIP_REL_GAP,
+        details: Mapping[str, Any] | None = None,
+    ):
+        self.members = members
+        self.gap_tol = gap_tol
+        self.details = dict(details) if details is not None else {"method": "milp"}
+
+    def build(self, instance: ClientSelectionInstance, params: ClientSelectionParams) -> Built:
+        require_targets(instance)
+        return F.build_testing(instance, self.members)
+
+    def describe(
+        self, instance: ClientSelectionInstance, params: ClientSelectionParams, built: Built
+    ) -> dict[str, Any]:
+        return dict(self.details)
+
+    def extract(
+        self,
+        instance: ClientSelectionInstance,
+        params: ClientSelectionParams,
+        built: Built,
+        solution: SolveView,
+    ) -> Outcome:
+        inst = instance
+        arr = inst.arrays
+        mask = _mask(inst, built, solution)
+        sa = SampleArrays.from_instance(inst)
+        targets = np.array([(inst.class_targets or {})[c] for c in sa.classes])
+        S = np.flatnonzero(mask)
+        local = np.full(arr.n, -1, dtype=np.int64)
+        local[S] = np.arange(len(S))
+        keep = local[sa.client] >= 0
+        pc, pk, cnt = local[sa.client[keep]], sa.cls[keep], sa.count[keep]
+        fixed = (arr.ready + arr.upload)[S]
+        found = A.integer_assignment(fixed, arr.sample_s[S], targets, pc, pk, cnt)
+        if found is None:  # cannot happen for a feasible MILP selection; be honest anyway
+            return Outcome(
+                status=Status.ERROR, termination="no whole-sample assignment for the selection"
+            )
+        value, take = found
+        nz = take > 0
+        cs = pd.DataFrame(
+            {
+                "client": [arr.ids[i] for i in S[pc[nz]]],
+                "class": [sa.classes[j] for j in pk[nz]],
+                "samples": np.round(take[nz]).astype(np.int64),
+            }
+        )
+        q = np.zeros(arr.n)
+        np.add.at(q, S[pc[nz]], take[nz])
+        # upload times do not apply to testing: keep the columns that do
+        sel = selection_table(inst, mask)[["client", "group", "selected", "ready_s", "upload_s"]]
+        sel = sel.assign(sample_s=arr.sample_s)
+        sel["test_samples"] = q.astype(np.int64)
+        sel["duration_s"] = np.where(mask, arr.ready + arr.upload + arr.sample_s * q, np.nan)
+        tables = {"selection": sel, "class_samples": cs}
+        t_ref = built.layout.scale
+        bound = None if solution.bound is None else min(solution.bound * t_ref, value)
+        proven = bound if bound is not None else (solution.objective or 0.0) * t_ref
+        status = termination = None
+        if solution.status == Status.OPTIMAL and value - proven > self.gap_tol * max(value, 1e-9):
+            # the fractional-sample optimum was proven; whole samples cost more than
+            # the gap tolerance (HiGHS's mip_rel_gap) allows calling optimal
+            status = Status.FEASIBLE
+            termination = "selection optimal with fractional samples; whole-sample gap"
+        if bound is None:  # keep HiGHS's (none)
+            return Outcome(value, tables, status=status, termination=termination)
+        return Outcome(
+            value,
+            tables,
+            status=status,
+            termination=termination,
+            bound=bound,
+            gap=_rel_gap(bound, value),
+        )
+
+    def unscale_bound(self, built: Built, bound: float) -> float:
+        return bound * built.layout.scale
+
+
+def _gap_tol(options: SolveOptions) -> float:
+    return DEFAULT_MIP_REL_GAP if options.mip_rel_gap is None else options.mip_rel_gap
+
+
+class Testing(RunMethodBase):
+    """The full ``min_duration`` MILP, its whole-sample test at the session's
+    ``mip_rel_gap`` (an extractor does not see the solve options)."""
+
+    def __init__(self, milp: Method):
+        self.milp = milp
+
+    def run(
+        self, session: Session, instance: ClientSelectionInstance, params: ClientSelectionParams
+    ) -> Outcome:
+        method = TestingMilp(gap_tol=_gap_tol(session.options))
+        outcome, _ = session.solve_method(method, instance, params)
+        return outcome
+
+    def build(self, instance: ClientSelectionInstance, params: ClientSelectionParams) -> Built:
+        return self.milp.build(instance, params)
+
+
+# ---------------------------------------------------------------------------- no solver
+class _Exports(RunMethodBase):
+    """A method whose exported model is its objective's MILP (``milp``)."""
+
+    def __init__(self, objective: str, milp: Method):
+        self.objective = objective
+        self.milp = milp
+
+    def build(self, instance: ClientSelectionInstance, params: ClientSelectionParams) -> Built:
+        return self.milp.build(instance, params)
+
+
+def _selected(
+    session: Session,
+    inst: ClientSelectionInstance,
+    objective: str,
+    mask: np.ndarray,
+    status: Status,
+    termination: str,
+    method: str,
+    bound: float | None,
+) -> Outcome:
+    with session.timer("load_s"):
+        tables = {"selection": selection_table(inst, mask)}
+        value = count_value(inst, objective, mask)
+    gap = None if bound is None else _rel_gap(bound, value)
+    return Outcome(value, tables, {"method": method}, status, termination, bound, gap)
+
+
+def fast_select(inst: ClientSelectionInstance, objective: str) -> tuple[np.ndarray, str]:
+    """The fast path's selection and the name of the algorithm that made it."""
+    arr = inst.arrays
+    tol = _tol(arr)
+    K = inst.max_clients
+    if inst.uplink == "shared":
+        cand = np.flatnonzero(arr.allowed & arr.can_finish)
+        mask = np.zeros(arr.n, dtype=bool)
+        if objective == "max_clients":
+            keep = A.moore_hodgson(arr.upload[cand], arr.slack[cand], tol)
+            chosen = cand[keep]
+            if K is not None and len(chosen) > K:  # any subset of an on-time set is on time
+                chosen = chosen[np.argsort(arr.upload[chosen], kind="stable")[:K]]
+            mask[chosen] = True
+            return mask, "moore_hodgson"
+        plan = A.dp_plan(arr.upload[cand], arr.slack[cand], tol)
+        assert plan is not None
+        mask[cand[A.lawler_moore(plan.p, plan.d, arr.weight[cand])]] = True
+        return mask, "lawler_moore"
+    feasible = arr.allowed & F.parallel_feasible(inst)
+    mask = arr.forced.copy()
+    rest = feasible & ~arr.forced
+    room = arr.n if K is None else K - int(arr.forced.sum())
+    if inst.bandwidth_budget_mbps is None:
+        idx = np.flatnonzero(rest)
+        if objective == "max_weight":
+            idx = idx[np.argsort(-arr.weight[idx], kind="stable")]
+        mask[idx[:room]] = True
+        return mask, "sort"
+    need = F.parallel_need(inst)
+    left = inst.bandwidth_budget_mbps - float(need[arr.forced].sum())
+    mask |= A.smallest_first(need, left, rest, room)
+    return mask, "smallest_need_first"
+
+
+class Fast(_Exports):
+    """The exact fast path: Moore-Hodgson, Lawler-Moore or sorting (no solver)."""
+
+    def run(
+        self, session: Session, instance: ClientSelectionInstance, params: ClientSelectionParams
+    ) -> Outcome:
+        with session.timer("solve_s"):
+            mask, name = fast_select(instance, self.objective)
+        value = count_value(instance, self.objective, mask)
+        return _selected(
+            session,
+            instance,
+            self.objective,
+            mask,
+            Status.OPTIMAL,
+            f"optimal ({name}, exact)",
+            name,
+            bound=value,
+        )
+
+
+def greedy_mask(inst: ClientSelectionInstance) -> np.ndarray:
+    """FedCS's greedy selection (:func:`~.algorithms.fedcs_greedy`)."""
+    arr = inst.arrays
+    return A.fedcs_greedy(
+        arr.ready,
+        arr.upload,
+        arr.deadline,
+        arr.allowed & arr.can_finish,
+        inst.max_clients,
+        _tol(arr),
+    )
+
+
+class Greedy(_Exports):
+    """FedCS's greedy heuristic (feasible, no bound)."""
+
+    def run(
+        self, session: Session, instance: ClientSelectionInstance, params: ClientSelectionParams
+    ) -> Outcome:
+        with session.timer("solve_s"):
+            mask = greedy_mask(instance)
+        return _selected(
+            session,
+            instance,
+            self.objective,
+            mask,
+            Status.FEASIBLE,
+            "feasible (FedCS greedy heuristic, no bound)",
+            "fedcs_greedy",
+            bound=None,
+        )
+
+
+class WithBaseline(_Exports):
+    """``inner``, then FedCS's greedy as a baseline: ``greedy_objective``, ``greedy_s``
+    and, when ``inner`` is proven optimal, ``greedy_gap = (opt - greedy) / opt``."""
+
+    def __init__(self, objective: str, inner: Method):
+        super().__init__(objective, inner)
+        self.inner = inner
+
+    def run(
+        self, session: Session, instance: ClientSelectionInstance, params: ClientSelectionParams
+    ) -> Outcome:
+        outcome = run_method(session.kind, self.inner, instance, params, session)
+        if outcome.status is None or not outcome.status.has_solution:
+            return outcome
+        t0 = time.perf_counter()
+        g = count_value(instance, self.objective, greedy_mask(instance))
+        outcome.details["greedy_objective"] = g
+        outcome.details["greedy_s"] = time.perf_counter() - t0
+        if outcome.status == Status.OPTIMAL and outcome.objective_value is not None:
+            opt = outcome.objective_value
+            outcome.details["greedy_gap"] = (opt - g) / opt if opt > 0 else 0.0
+        return outcome
+
+
+class Infeasible(_Exports):
+    """Infeasibility found without a solver (:func:`precheck`)."""
+
+    def __init__(self, objective: str, milp: Method, reason: str):
+        super().__init__(objective, milp)
+        self.reason = reason
+        self.method = "precheck"
+
+    def run(
+        self, session: Session, instance: ClientSelectionInstance, params: ClientSelectionParams
+    ) -> Outcome:
+        return _infeasible(self.reason, self.method)
+
+
+def _infeasible(reason: str, method: str) -> Outcome:
+    return Outcome(
+        status=Status.INFEASIBLE,
+        termination=f"infeasible: {reason}",
+        details={"method": method},
+        bound=None,
+        gap=None,
+    )
+
+
+class Refused(_Exports):
+    """Parameters a solve rejects with a :class:`~hetopt.UsageError` (exit 2); the
+    exported model is still the objective's MILP, as in earlier releases."""
+
+    def __init__(self, objective: str, milp: Method, reason: str):
+        super().__init__(objective, milp)
+        self.reason = reason
+
+    def run(
+        self, session: Session, instance: ClientSelectionInstance, params: ClientSelectionParams
+    ) -> Outcome:
+        raise UsageError(self.reason)
+
+
+# ---------------------------------------------------------------------------- lp_round
+class LpRound(_Exports):
+    """``min_duration`` on large pools: LP relaxation, then the MILP restricted to the
+    clients the LP uses most.
+
+    Guarantee: the answer is feasible (verified) and ``bound`` is a valid lower bound on
+    the true optimum (the larger of the LP relaxation's optimum and the coverage bound,
+    see ``models/client_selection.md``); ``gap`` is measured against it. Status is
+    ``optimal`` only when the answer meets that bound.
+    """
+
+    def __init__(self, milp: Method):
+        super().__init__(TESTING, milp)
+
+    def run(
+        self, session: Session, instance: ClientSelectionInstance, params: ClientSelectionParams
+    ) -> Outcome:
+        inst = instance
+        t0 = time.perf_counter()
+        with session.timer("build_s"):
+            relaxed = F.build_testing(inst, relax=True)
+        view = session.open(relaxed).solve(stage="lp_relaxation")
+        t_ref = relaxed.layout.scale
+        if view.status == Status.INFEASIBLE:
+            return _infeasible("the LP relaxation is infeasible", "lp_round")
+        if not view.status.has_solution or view.x is None:
+            return Outcome(
+                status=view.status,
+                termination=f"LP relaxation: {view.termination}",
+                details={"method": "lp_round"},
+                bound=None,
+                gap=None,
+            )
+        lp_bound = float(view.objective or 0.0) * t_ref
+        members = relaxed.layout.members
+        y = view.values(relaxed.model.select, range(len(members)))
+        support = int((y > 1e-9).sum())
+        C = len(inst.class_targets or {})
+        size = 2 * inst.max_clients + C if inst.max_clients else support
+        gap_tol = _gap_tol(session.options)
+        while True:  # widen the candidate pool until the restricted MILP has a solution
+            chosen = _round_candidates(inst, members, y, size)
+            t1 = time.perf_counter()
+            info = {
+                "method": "lp_round",
+                "lp_bound": lp_bound,
+                "candidates": len(chosen),
+                "lp_s": t1 - t0,
+            }
+            restricted = TestingMilp(chosen, gap_tol, info)
+            res, _ = session.solve_method(restricted, inst, params, stage="restricted_milp")
+            assert res.status is not None
+            if res.status.has_solution or size >= len(members):
+                break
+            if res.status not in (Status.INFEASIBLE, Status.UNBOUNDED):
+                break  # a limit: do not start a bigger MILP
+            size *= 4
+        if not res.status.has_solution:
+            return Outcome(
+                details=res.details,
+                status=Status.NO_SOLUTION,
+                termination=(
+                    f"LP rounding found no feasible selection among {len(chosen)} candidate "
+                    f"clients ({res.termination})"
+                ),
+                bound=lp_bound,
+                gap=None if res.gap is UNSET else res.gap,
+            )
+        value = float(res.objective_value or 0.0)
+        # the LP bound of this min-max model is weak: also bound by coverage within T
+        sa = SampleArrays.from_instance(inst)
+        arr = inst.arrays
+        targets = np.array([(inst.class_targets or {})[c] for c in sa.classes])
+        ok = arr.allowed[sa.client]
+        forced_t = float((arr.ready + arr.upload)[arr.forced].max()) if arr.forced.any() else 0.0
+        cover = A.coverage_lower_bound(
+            arr.ready + arr.upload,
+            arr.sample_s,
+            targets,
+            sa.client[ok],
+            sa.cls[ok],
+            sa.count[ok],
+            max(lp_bound, forced_t),
+            value,
+        )
+        details = dict(res.details)
+        details["coverage_bound"] = cover
+        lp_bound = max(lp_bound, forced_t, cover)
+        gap = max(value - lp_bound, 0.0) / max(abs(value), 1e-9)
+        status = Status.OPTIMAL if gap <= 1e-6 and res.status == Status.OPTIMAL else Status.FEASIBLE
+        term = (
+            "LP bound met" if status == Status.OPTIMAL else "LP rounding: feasible, gap to LP bound"
+        )
+        return Outcome(value, res.tables, details, status, term, lp_bound, gap)
+
+
+def _round_candidates(
+    inst: ClientSelectionInstance, members: np.ndarray, y: np.ndarray, size: int
+) -> np.ndarray:
+    """Forced clients, the ``size`` clients with the largest LP ``select`` values and,
+    per quota group, its ``2 q + 1`` best members."""
+    arr = inst.arrays
+    order = np.argsort(-y, kind="stable")
+    L = max(size, 1)
+    pick = set(members[order[:L]].tolist())
+    pick.update(np.flatnonzero(arr.forced).tolist())
+    gpos = {g: j for j, g in enumerate(arr.groups)}
+    for g, lo in (inst.group_min or {}).items():
+        in_g = np.flatnonzero(arr.group[members[order]] == gpos[g])
+        pick.update(members[order[in_g[: 2 * lo + 1]]].tolist())
+    return np.array(sorted(pick), dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------- the choice
+def _choose_testing(
+    objective: str, inst: ClientSelectionInstance, method: str, baseline: bool, milp: Method
+) -> Method:
+    require_targets(inst)
+    if method in ("fast", "greedy"):
+        return Refused(objective, milp, f"method {method!r} does not apply to min_duration")
+    reason = precheck(inst, objective)
+    if reason:
+        return Infeasible(objective, milp, reason)
+    if method == "auto":
+        pairs = len(SampleArrays.from_instance(inst).client)
+        method = "lp_round" if pairs > LP_ROUND_PAIRS else "milp"
+    return LpRound(milp) if method == "lp_round" else Testing(milp)
+
+
+def _choose_count(
+    objective: str, inst: ClientSelectionInstance, method: str, baseline: bool, milp: Method
+) -> Method:
+    if method == "lp_round":
+        return Refused(objective, milp, "method 'lp_round' applies only to min_duration")
+    reason = precheck(inst, objective)
+    if reason:
+        return Infeasible(objective, milp, reason)
+    blocker = fast_path_blocker(inst, objective)
+    if method == "auto":
+        method = "fast" if blocker is None else "milp"
+    if method == "fast" and blocker is not None:
+        return Refused(objective, milp, f"the fast path does not apply: {blocker}")
+    if method == "greedy":
+        if not greedy_ok(inst):
+            return Refused(
+                objective,
+                milp,
+                "FedCS's greedy needs a shared uplink and no must_include or group quotas",
+            )
+        return Greedy(objective, milp)
+    chosen: Method = Fast(objective, milp) if method == "fast" else CountMilp(objective, blocker)
+    if baseline and greedy_ok(inst):
+        return WithBaseline(objective, chosen)
+    return chosen
+
+
+_CHOOSERS: Mapping[str, Callable[[str, ClientSelectionInstance, str, bool, Method], Method]] = {
+    "max_clients": _choose_count,
+    "max_weight": _choose_count,
+    TESTING: _choose_testing,
+}
+
+
+def choose(
+    objective: str, inst: ClientSelectionInstance, params: ClientSelectionParams, milp: Method
+) -> Method:
+    """The method a solve of ``objective`` runs with ``params`` (``milp``: the
+    objective's MILP, which every method exports)."""
+    method: str = params.method
+    formulation = params.formulation
+    if formulation != "erd":
+        if inst.uplink != "shared" or objective == TESTING:
+            return Refused(
+                objective, milp, "formulation 'disjunctive' applies to the shared-uplink MILP"
+            )
+        if method in ("fast", "greedy", "lp_round"):
+            return Refused(
+                objective, milp, f"formulation {formulation!r} needs method 'milp' or 'auto'"
+            )
+        method = "milp"
+    return _CHOOSERS[objective](objective, inst, method, params.baseline, milp)
