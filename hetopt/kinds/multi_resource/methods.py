@@ -47,20 +47,15 @@ FRAGMENTATION_TIME_LIMIT_S = 30.0
 
 
 class MultiResourceParams(Params):
-    """Solve parameters of the ``multi_resource`` kind."""
+    """Solve parameters of the ``multi_resource`` kind (``hetopt kinds`` lists them)."""
 
     fragmentation: bool = Field(
-        True,
-        description="minimise servers in use as a lexicographic second objective (default true)",
+        True, description="minimise servers in use as a lexicographic second objective"
     )
-    symmetry: bool = Field(True, description="order identical servers by GPUs used (default true)")
-    config_bound: bool = Field(
-        True, description="also solve the configuration-only knapsack bound (default true)"
-    )
+    symmetry: bool = Field(True, description="order identical servers by GPUs used")
+    config_bound: bool = Field(True, description="also solve the configuration-only knapsack bound")
     warm_start: bool = Field(
-        True,
-        description="start HiGHS from a greedy packing of the knapsack's configurations "
-        "(default true)",
+        True, description="start HiGHS from a greedy packing of the knapsack's configurations"
     )
 
 
