@@ -36,7 +36,7 @@ def test_partitioned_is_feasible_and_bounded_by_the_monolithic_optimum(seed):
     dec = solve_decomposed(inst, options=OPTS, partitions=3, seed=seed)
     assert dec.status == Status.FEASIBLE
     assert dec.verification.ok, dec.verification.violations
-    assert set(dec.tables["allocation"]["job"]) == {j.id for j in inst.jobs}
+    assert set(dec.tables["placement"]["job"]) == {j.id for j in inst.jobs}
     assert dec.objective_value <= mono.objective_value * (1 + 1e-6)
     assert dec.objective_value >= 0.9 * mono.objective_value
     assert dec.info["partitions"] == 3 and len(dec.info["parts"]) == 3

@@ -184,7 +184,7 @@ def test_example_instance_known_answer() -> None:
     assert res.status == Status.OPTIMAL
     assert res.objective_value == pytest.approx(answers["objective_value"])
     assert res.info["servers_used"] == answers["servers_used"]
-    alloc = res.tables["allocation"]
+    alloc = res.tables["placement"]
     big = alloc[alloc["job"] == "big"]
     assert big["gpus"].sum() == 12 and len(big) >= 2  # split over several servers
     assert set(alloc["job"]) == {j.id for j in inst.jobs}
@@ -217,7 +217,7 @@ def test_fair_share_floor_is_enforced() -> None:
     }
     res = solve(MultiResourceInstance.from_dict(data))
     assert res.objective_value == pytest.approx(2.0)  # 3.0 + 0.5 would break j2's floor
-    alloc = res.tables["allocation"].set_index("job")
+    alloc = res.tables["placement"].set_index("job")
     assert alloc.loc["j2", "throughput"] >= alloc.loc["j2", "fair_share_throughput"]
     assert brute_force(data) == pytest.approx(2.0)
 
@@ -255,15 +255,15 @@ def test_verifier_catches_tampering() -> None:
     inst = generate(20, 3, seed=3)
     res = solve(inst)
     assert res.verification is not None and res.verification.ok
-    alloc = res.tables["allocation"]
+    alloc = res.tables["placement"]
     dropped = alloc.iloc[1:]
-    assert not KIND.verify(inst, replace(res, tables={**res.tables, "allocation": dropped})).ok
+    assert not KIND.verify(inst, replace(res, tables={**res.tables, "placement": dropped})).ok
     more = alloc.copy()
     more.loc[:, "server"] = alloc["server"].iloc[0]  # everything on one server
-    assert not KIND.verify(inst, replace(res, tables={**res.tables, "allocation": more})).ok
+    assert not KIND.verify(inst, replace(res, tables={**res.tables, "placement": more})).ok
     cheat = alloc.copy()
     cheat.loc[cheat.index[0], "cpus"] = 0.0
-    assert not KIND.verify(inst, replace(res, tables={**res.tables, "allocation": cheat})).ok
+    assert not KIND.verify(inst, replace(res, tables={**res.tables, "placement": cheat})).ok
     wrong = replace(res, objective_value=res.objective_value + 1)
     assert not KIND.verify(inst, wrong).ok
 
@@ -295,8 +295,8 @@ def test_generator_is_seeded_and_feasible() -> None:
         assert [p.model_dump() for p in j.profile] == table[(model, j.gpus)]
     res = solve(a)
     assert res.status == Status.OPTIMAL and res.verification.ok
-    assert (res.tables["allocation"]["throughput"] >= 1.0 - 1e-12).all()
-    assert set(res.tables["allocation"]["job"]) == {j.id for j in a.jobs}
+    assert (res.tables["placement"]["throughput"] >= 1.0 - 1e-12).all()
+    assert set(res.tables["placement"]["job"]) == {j.id for j in a.jobs}
 
 
 def test_generator_split_jobs_are_placed() -> None:

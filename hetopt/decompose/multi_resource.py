@@ -9,7 +9,7 @@ The kind's fair-share floor uses the WHOLE cluster's CPUs and memory per GPU. A 
 recomputes it from its own servers, so the split is only allowed when every part has
 exactly the cluster's CPUs/GPU and memory/GPU (always true for identical servers, the
 Synergy default); otherwise :class:`~hetopt.kinds.base.UsageError` is raised rather than
-letting a part enforce a different floor. The merged allocation is re-checked by the
+letting a part enforce a different floor. The merged placement is re-checked by the
 kind's verifier against the whole instance.
 """
 
@@ -159,7 +159,7 @@ def solve_partitioned_multi_resource(
         )
     tables = {
         name: pd.concat([r.tables[name] for r in results], ignore_index=True)
-        for name in ("allocation", "servers")
+        for name in ("placement", "servers")
         if all(name in r.tables for r in results)
     }
     value = float(sum(r.objective_value or 0.0 for r in results))

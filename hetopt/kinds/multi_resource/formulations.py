@@ -1,8 +1,10 @@
 """Pyomo formulations of the ``multi_resource`` kind (see ``models/multi_resource.md``).
 
-Pure functions of :class:`MultiResourceArrays`: they return Pyomo models and never solve.
+Pure functions of :class:`MultiResourceArrays`: they return Pyomo models (with the typed
+layout their extractors read, :class:`~hetopt.contract.Built`) and never solve.
 
-* :func:`build_max_total_throughput`: the integrated MILP (profile choice + placement).
+* :func:`build_integrated`: the integrated MILP (profile choice + placement) and its
+  column :class:`Layout`; :func:`build_max_total_throughput` is the same model alone.
 * :func:`build_config_only`: the configuration-only relaxation (a multiple-choice knapsack
   over the cluster's total CPUs and memory, no placement), whose optimum bounds the first.
 """
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyomo.environ as pyo
 
+from ...contract import Built
 from ...pyomo_ext import LinearRows
 from .data import MultiResourceArrays
 
@@ -87,6 +90,8 @@ class Layout:
     split_jobs: np.ndarray
     identical_next: np.ndarray
     """Servers ``s`` whose successor ``s + 1`` has the same GPUs, CPUs and memory."""
+    num_candidates: int
+    """Profiles the model may choose (:func:`candidate_profiles`)."""
 
     @classmethod
     def of(cls, arr: MultiResourceArrays) -> Layout:
@@ -147,6 +152,7 @@ class Layout:
             choice_prof=many,
             split_jobs=np.nonzero(split)[0],
             identical_next=np.nonzero(same)[0],
+            num_candidates=len(cand),
         )
 
 
@@ -158,12 +164,18 @@ def _scale(cap: np.ndarray) -> np.ndarray:
 def build_max_total_throughput(
     arr: MultiResourceArrays, symmetry: bool = True
 ) -> pyo.ConcreteModel:
+    """The integrated MILP alone (see :func:`build_integrated`)."""
+    return build_integrated(arr, symmetry).model
+
+
+def build_integrated(arr: MultiResourceArrays, symmetry: bool = True) -> Built:
     """The integrated MILP: one profile per job and its placement on servers.
 
     ``total_throughput`` is a variable defined by ``c_total`` so a lexicographic second
     solve can fix it with a column bound. ``in_use[s]`` is 1 when server ``s`` hosts any
     GPU (free in the first solve, minimised in the fragmentation solve). With
     ``symmetry``, servers identical to their successor must use at least as many GPUs.
+    The layout is the model's :class:`Layout`.
     """
     lay = Layout.of(arr)
     S, n = arr.num_servers, arr.num_jobs
@@ -182,8 +194,6 @@ def build_max_total_throughput(
     m.choice = pyo.Var(m.CHOICE, domain=pyo.Binary)
     m.in_use = pyo.Var(m.SERVERS, domain=pyo.Binary)
     m.total_throughput = pyo.Var(bounds=(0.0, None))
-    m._layout = lay
-    m._tput = arr.prof_tput
     cols = [
         *m.assign.values(),
         *m.split_gpus.values(),
@@ -276,15 +286,23 @@ def build_max_total_throughput(
         cols,
     )
     m.obj = pyo.Objective(expr=m.total_throughput, sense=pyo.maximize)
-    return m
+    return Built(m, lay)
 
 
-def build_config_only(arr: MultiResourceArrays) -> pyo.ConcreteModel:
+@dataclass(frozen=True)
+class ConfigOnlyLayout:
+    """Column layout of the configuration-only model."""
+
+    profiles: np.ndarray
+    """Flat profile index of each ``choice`` column."""
+
+
+def build_config_only(arr: MultiResourceArrays) -> Built:
     """The configuration-only relaxation: a multiple-choice knapsack over cluster totals.
 
     One profile per job (among the candidates that fit on some server), total CPUs and
     memory within the cluster's totals, no placement. Its optimum bounds the integrated
-    MILP's from above.
+    MILP's from above. The layout is a :class:`ConfigOnlyLayout`.
     """
     cand = candidate_profiles(arr)
     g = arr.job_gpus[arr.prof_job[cand]]
@@ -327,6 +345,5 @@ def build_config_only(arr: MultiResourceArrays) -> pyo.ConcreteModel:
         np.zeros(1),
         cols,
     )
-    m._profiles = prof
     m.obj = pyo.Objective(expr=m.total_throughput, sense=pyo.maximize)
-    return m
+    return Built(m, ConfigOnlyLayout(prof))

@@ -188,9 +188,14 @@ def start_vector(
     m: pyo.ConcreteModel,
     cm: CompiledModel,
     packing: list[tuple[int, int, list[tuple[int, int]]]],
+    layout: F.Layout | None = None,
 ) -> np.ndarray | None:
-    """Column values of the integrated model for a packing (``None`` if it does not map)."""
-    lay: F.Layout = m._layout
+    """Column values of the integrated model ``m`` for a packing (``None`` if it does not map).
+
+    ``layout`` is the model's column layout (:func:`formulations.build_integrated`);
+    when omitted it is derived again from ``arr`` (it is a pure function of the data).
+    """
+    lay = layout if layout is not None else F.Layout.of(arr)
     S = arr.num_servers
     used = np.zeros(S)
     for _, _, pieces in packing:

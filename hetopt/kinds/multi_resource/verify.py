@@ -1,6 +1,6 @@
 """Independent verifier for ``multi_resource`` solutions.
 
-Reads only the instance and the ``allocation`` table (never the Pyomo model or the numpy
+Reads only the instance and the ``placement`` table (never the Pyomo model or the numpy
 views the model was built from) and re-derives: every job present with all its GPUs,
 one profile per job, resources proportional to GPUs, the fair-share floor, server
 capacities, single-server placement of jobs that fit on a server, and the objective.
@@ -25,9 +25,9 @@ def _close(a: float, b: float) -> bool:
 
 
 def verify(
-    instance: MultiResourceInstance, objective_value: float | None, allocation: pd.DataFrame
+    instance: MultiResourceInstance, objective_value: float | None, placement: pd.DataFrame
 ) -> Verification:
-    """Check an ``allocation(job, server, profile, gpus, cpus, mem_gb, throughput, ...)`` table."""
+    """Check a ``placement(job, server, profile, gpus, cpus, mem_gb, throughput, ...)`` table."""
     problems: list[str] = []
     checks = [
         "jobs_present",
@@ -47,10 +47,10 @@ def verify(
     biggest = max(s.gpus for s in instance.servers)
     used: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
     rows_of: dict[str, list[dict]] = defaultdict(list)
-    for row in allocation.to_dict("records"):
+    for row in placement.to_dict("records"):
         jid, sid = str(row["job"]), str(row["server"])
         if jid not in jobs:
-            problems.append(f"allocation names an unknown job {jid!r}")
+            problems.append(f"placement names an unknown job {jid!r}")
             continue
         if sid not in servers:
             problems.append(f"job {jid}: unknown server {sid!r}")
@@ -60,7 +60,7 @@ def verify(
     for jid, job in jobs.items():
         rows = rows_of.get(jid, [])
         if not rows:
-            problems.append(f"job {jid} is missing from the allocation")
+            problems.append(f"job {jid} is missing from the placement")
             continue
         profs = {int(r["profile"]) for r in rows}
         if len(profs) != 1:

@@ -1,0 +1,337 @@
+"""The solve of the ``multi_resource`` kind: parameters, the integrated MILP and its stages.
+
+:class:`Throughput` (a :class:`~hetopt.contract.RunMethod`) runs on one
+:class:`~hetopt.pipeline.Session`, in three stages:
+
+1. ``config_bound``: the configuration-only knapsack (:func:`config_bound`), for its bound
+   on the total throughput and its profile per job (the warm start's preference);
+2. ``main``: the integrated MILP (:class:`Integrated`), started from the greedy packing of
+   :mod:`.heuristic` (the ``start`` hook);
+3. ``fragmentation``: when the throughput is proven optimal, the same live HiGHS model is
+   re-solved minimising the servers in use with the throughput fixed at its optimum
+   (:func:`fragmentation`).
+
+Status, bound and gap are always the throughput solve's. See ``models/multi_resource.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyomo.environ as pyo
+from pydantic import Field
+
+from ...contract import (
+    BuildMethodBase,
+    Built,
+    Outcome,
+    Params,
+    RunMethodBase,
+    SolveView,
+)
+from ...highs import CompiledModel
+from ...pipeline import LiveModel, Session
+from ...status import Status
+from . import formulations as F
+from . import heuristic as H
+from .data import MultiResourceInstance
+
+FRAGMENTATION_TIME_LIMIT_S = 30.0
+"""Time limit of the fragmentation solve when the options give none."""
+
+
+class MultiResourceParams(Params):
+    """Solve parameters of the ``multi_resource`` kind (``hetopt kinds`` lists them)."""
+
+    fragmentation: bool = Field(
+        True, description="minimise servers in use as a lexicographic second objective"
+    )
+    symmetry: bool = Field(True, description="order identical servers by GPUs used")
+    config_bound: bool = Field(True, description="also solve the configuration-only knapsack bound")
+    warm_start: bool = Field(
+        True, description="start HiGHS from a greedy packing of the knapsack's configurations"
+    )
+
+
+# --------------------------------------------------------------------------- stage 1
+class ConfigOnly(BuildMethodBase):
+    """The configuration-only knapsack (:func:`formulations.build_config_only`)."""
+
+    def build(self, instance: MultiResourceInstance, params: Any) -> Built:
+        return F.build_config_only(instance.arrays)
+
+
+def config_bound(
+    session: Session, instance: MultiResourceInstance
+) -> tuple[dict[str, Any], dict[int, int]]:
+    """Solve the configuration-only knapsack (stage ``config_bound``, the session's options).
+
+    Returns its details (``config_only_status``, ``config_only_bound`` when known,
+    ``config_only_s``) and its profile per job (job -> flat profile index; empty without
+    a solution).
+    """
+    t0 = time.perf_counter()
+    arr = instance.arrays
+    built = session.build(ConfigOnly(), instance, None)
+    live = session.open(built)
+    sol = live.solve(session.options, stage="config_bound")
+    out: dict[str, Any] = {"config_only_status": str(sol.status)}
+    if sol.status == Status.OPTIMAL and sol.objective is not None:
+        out["config_only_bound"] = float(sol.objective)
+    elif sol.bound is not None and np.isfinite(sol.bound):
+        out["config_only_bound"] = float(sol.bound)
+    preferred: dict[int, int] = {}
+    if sol.x is not None:
+        prof = built.layout.profiles
+        chosen = sol.values(built.model.choice, range(len(prof))) > 0.5
+        preferred = {int(arr.prof_job[p]): int(p) for p in prof[chosen]}
+    out["config_only_s"] = time.perf_counter() - t0
+    return out, preferred
+
+
+# --------------------------------------------------------------------------- stage 2
+@dataclass(frozen=True)
+class Integrated(BuildMethodBase):
+    """The integrated MILP (:func:`formulations.build_integrated`): build, greedy start,
+    extract.
+
+    ``preferred`` is the profile per job the warm start tries first (the knapsack's).
+    """
+
+    preferred: Mapping[int, int] = field(default_factory=dict)
+
+    def build(self, instance: MultiResourceInstance, params: MultiResourceParams) -> Built:
+        return F.build_integrated(instance.arrays, symmetry=params.symmetry)
+
+    def describe(
+        self, instance: MultiResourceInstance, params: MultiResourceParams, built: Built
+    ) -> dict[str, Any]:
+        arr = instance.arrays
+        lay: F.Layout = built.layout
+        return {
+            "fair_share_cpus_per_gpu": arr.cpus_per_gpu,
+            "fair_share_mem_gb_per_gpu": arr.mem_gb_per_gpu,
+            "candidate_profiles": lay.num_candidates,
+            "split_jobs": len(lay.split_jobs),
+            "symmetry_breaking": params.symmetry,
+        }
+
+    def start(
+        self,
+        instance: MultiResourceInstance,
+        params: MultiResourceParams,
+        built: Built,
+        compiled: CompiledModel,
+    ) -> np.ndarray | None:
+        """The greedy packing (:func:`heuristic.greedy_packing`) as a MIP start."""
+        if not params.warm_start:
+            return None
+        arr = instance.arrays
+        packing = H.greedy_packing(arr, dict(self.preferred))
+        if packing is None:
+            return None
+        return H.start_vector(arr, built.model, compiled, packing, built.layout)
+
+    def extract(
+        self,
+        instance: MultiResourceInstance,
+        params: MultiResourceParams,
+        built: Built,
+        solution: SolveView,
+    ) -> Outcome:
+        return extract(instance, built, solution)
+
+
+def extract(instance: MultiResourceInstance, built: Built, sol: SolveView) -> Outcome:
+    """The ``placement`` and ``servers`` tables of one solution of the integrated model."""
+    arr = instance.arrays
+    m = built.model
+    lay: F.Layout = built.layout
+    recs: list[tuple[int, int, int, float]] = []  # job, server, flat profile, gpus
+    if len(lay.assign_prof):
+        # hand out each class's jobs, in order, to its (profile, server) counts
+        xa = np.round(sol.values(m.assign, range(len(lay.assign_prof)))).astype(int)
+        nxt = [0] * len(lay.class_members)
+        rep_bounds = np.searchsorted(arr.prof_job, np.arange(arr.num_jobs + 1))
+        for k in np.nonzero(xa >= 1)[0]:
+            c = int(lay.assign_cls[k])
+            members = lay.class_members[c]
+            pos = int(lay.assign_prof[k]) - rep_bounds[members[0]]
+            for j in members[nxt[c] : nxt[c] + xa[k]]:
+                p = int(rep_bounds[j] + pos)
+                recs.append((int(j), int(lay.assign_srv[k]), p, float(arr.job_gpus[j])))
+            nxt[c] += int(xa[k])
+    if len(lay.split_prof):
+        xs = np.round(sol.values(m.split_gpus, range(len(lay.split_prof))))
+        for k in np.nonzero(xs >= 1)[0]:
+            p = int(lay.split_prof[k])
+            recs.append((int(arr.prof_job[p]), int(lay.split_srv[k]), p, float(xs[k])))
+    recs.sort()
+    p_idx = np.array([r[2] for r in recs], dtype=np.int64)
+    g = np.array([r[3] for r in recs], dtype=float)
+    jobs = np.array([r[0] for r in recs], dtype=np.int64)
+    srv = np.array([r[1] for r in recs], dtype=np.int64)
+    placement = pd.DataFrame(
+        {
+            "job": [arr.job_ids[j] for j in jobs],
+            "server": [arr.server_ids[s] for s in srv],
+            "profile": arr.prof_pos[p_idx],
+            "gpus": g.astype(int),
+            "cpus": g * arr.prof_cpu[p_idx],
+            "mem_gb": g * arr.prof_mem[p_idx],
+            "throughput": arr.prof_tput[p_idx],
+            "fair_share_throughput": arr.fair_share[jobs],
+        }
+    )
+    S = arr.num_servers
+    gu, cu, mu = np.zeros(S), np.zeros(S), np.zeros(S)
+    np.add.at(gu, srv, g)
+    np.add.at(cu, srv, placement["cpus"].to_numpy())
+    np.add.at(mu, srv, placement["mem_gb"].to_numpy())
+    nj = np.zeros(S, dtype=int)
+    np.add.at(nj, srv, 1)
+    servers = pd.DataFrame(
+        {
+            "server": arr.server_ids,
+            "gpus_used": gu.astype(int),
+            "gpus": arr.srv_gpus.astype(int),
+            "cpus_used": cu,
+            "cpus": arr.srv_cpus,
+            "mem_gb_used": mu,
+            "mem_gb": arr.srv_mem,
+            "jobs": nj,
+        }
+    )
+    # each job counted once (a split job has one row per server)
+    first = ~pd.Series(jobs).duplicated().to_numpy()
+    value = float(arr.prof_tput[p_idx][first].sum())
+    details = {
+        "servers_used": int((gu > 0).sum()),
+        "fair_share_total": float(arr.fair_share.sum()),
+    }
+    return Outcome(value, {"placement": placement, "servers": servers}, details)
+
+
+# --------------------------------------------------------------------------- stage 3
+def fragmentation(
+    live: LiveModel, instance: MultiResourceInstance, first: SolveView
+) -> tuple[SolveView, dict[str, Any]]:
+    """Minimise servers in use with ``total_throughput`` fixed at its optimum (stage
+    ``fragmentation``, on the live model of the throughput solve).
+
+    Returns the solution to report (the first one with the second's columns when the
+    second is accepted, else ``first``) and the fragmentation details.
+    """
+    assert first.x is not None
+    m, lay, cm, hm = live.model, live.layout, live.compiled, live.highs_model
+    tput = instance.arrays.prof_tput
+    options = live.session.options
+    jt = cm.column(m.total_throughput)
+    z1 = float(first.x[jt])
+    used_cols = cm.columns_of(m.in_use)
+    hm.set_col_bounds(m.total_throughput, z1 - 1e-9 * max(1.0, abs(z1)), None)
+    hm.set_objective_coefficients(np.array([jt]), np.array([0.0]))
+    hm.set_objective_coefficients(used_cols, -np.ones(len(used_cols)))
+    # start from the throughput-optimal solution with in_use at its smallest value
+    x0 = first.x.copy()
+    gpu_used = _server_gpus(m, lay, cm, x0)
+    x0[used_cols] = (gpu_used > 0.5).astype(float)
+    hm.set_start(x0)
+    limit = options.time_limit_s or FRAGMENTATION_TIME_LIMIT_S
+    second = live.solve(options.replace(time_limit_s=limit), stage="fragmentation")
+    info: dict[str, Any] = {"fragmentation_status": str(second.status)}
+    if second.x is None:
+        info["fragmentation_status"] = f"no solution: {second.termination}"
+        return first, info
+    if second.bound is not None:
+        info["servers_used_bound"] = -float(second.bound)
+    t1 = _throughput(m, lay, cm, tput, first.x)
+    t2 = _throughput(m, lay, cm, tput, second.x)
+    if t2 < t1 - 1e-9 * max(1.0, abs(t1)):
+        info["fragmentation_status"] = "rejected: it lowered the throughput"
+        return first, info
+    # status, bound and gap stay the throughput solve's; the columns are the second's
+    return live.view(dataclasses.replace(first.raw, x=second.x)), info
+
+
+def _server_gpus(
+    m: pyo.ConcreteModel, lay: F.Layout, cm: CompiledModel, x: np.ndarray
+) -> np.ndarray:
+    arr_g = np.zeros(len(m.in_use))
+    a = x[cm.columns_of(m.assign)] if len(lay.assign_prof) else np.zeros(0)
+    s = x[cm.columns_of(m.split_gpus)] if len(lay.split_prof) else np.zeros(0)
+    np.add.at(arr_g, lay.assign_srv, np.round(a))
+    np.add.at(arr_g, lay.split_srv, np.round(s))
+    return arr_g
+
+
+def _throughput(
+    m: pyo.ConcreteModel, lay: F.Layout, cm: CompiledModel, tput: np.ndarray, x: np.ndarray
+) -> float:
+    a = np.round(x[cm.columns_of(m.assign)]) if len(lay.assign_prof) else np.zeros(0)
+    ch = np.round(x[cm.columns_of(m.choice)]) if len(lay.choice_prof) else np.zeros(0)
+    return float(a @ tput[lay.assign_prof] + ch @ tput[lay.choice_prof])
+
+
+# --------------------------------------------------------------------------- the method
+class Throughput(RunMethodBase):
+    """``max_total_throughput``: knapsack bound, integrated MILP, fragmentation solve.
+
+    ``build`` is the integrated MILP (what ``hetopt export`` writes).
+    """
+
+    def build(self, instance: MultiResourceInstance, params: MultiResourceParams) -> Built:
+        return Integrated().build(instance, params)
+
+    def run(
+        self, session: Session, instance: MultiResourceInstance, params: MultiResourceParams
+    ) -> Outcome:
+        found: dict[str, Any] = {}
+        preferred: dict[int, int] = {}
+        if params.config_bound or params.warm_start:
+            cinfo, preferred = config_bound(session, instance)
+            if params.config_bound:
+                found.update(cinfo)
+            found["config_only_s"] = cinfo["config_only_s"]
+        method = Integrated(preferred)
+        built = session.build(method, instance, params)
+        live = session.open(built)
+        if params.warm_start:
+            ts = time.perf_counter()
+            x0 = method.start(instance, params, built, live.compiled)
+            if x0 is not None:
+                live.highs_model.set_start(x0)
+                found["start_throughput"] = float(
+                    x0[live.compiled.column(built.model.total_throughput)]
+                )
+            else:
+                found["start_throughput"] = None
+            found["start_s"] = time.perf_counter() - ts
+        first = live.solve(session.options, method.lp_method, stage="main")
+        final = first
+        if params.fragmentation and first.status == Status.OPTIMAL and first.x is not None:
+            final, frag = fragmentation(live, instance, first)
+            found.update(frag)
+        elif params.fragmentation:
+            found["fragmentation_status"] = "skipped: throughput not proven optimal"
+        with session.timer("load_s"):
+            out = session.resolve(method, instance, params, built, final)
+        # the details in the order earlier releases reported them: the model's, the
+        # stages', HiGHS's counters (of the throughput solve), the solution's
+        details = {**method.describe(instance, params, built), **found, **out.details}
+        return Outcome(
+            out.objective_value,
+            out.tables,
+            details,
+            out.status,
+            out.termination,
+            out.bound,
+            out.gap,
+            out.timings,
+        )
