@@ -11,6 +11,15 @@
 3. **Iterate**: the idle time each agent had in the schedule is added to its load in the
    next allocation MILP, so work moves away from agents that wait a lot. The best
    verified schedule is kept.
+4. **Improve**: a reassignment local search, then the sequencing MILP (the exact model
+   with the best allocation fixed) re-orders it.
+
+:class:`Decomposition` is the pipeline's ``method="decomposition"`` (a
+:class:`~hetopt.contract.RunMethod`): every MILP runs on its
+:class:`~hetopt.pipeline.Session` (stages ``allocation`` and ``sequence``), so the
+result's timings and solver report cover them; the exact method's MIP start
+(:func:`hetopt.kinds.human_robot.exact.heuristic_start`) runs two iterations of the same
+loop (stage ``mip_start``).
 
 The allocation MILPs stop at wall-clock limits (``ALLOC_TIME_S``), so on a loaded machine
 the schedule found can differ from run to run; the bound stays valid either way.
@@ -59,6 +68,10 @@ SEQUENCE_MILP_S = 10.0
 SEQUENCE_MILP_MAX_TASKS = 60
 """Time limit and size limit of the final sequencing MILP (best allocation, orders only)."""
 TOL = 1e-6
+BY_ALLOCATION = frozenset({"max_human_workload"})
+"""Objectives whose value the allocation alone fixes: the allocation MILP minimises them
+first (then the makespan with that value as a cap); local search and the sequencing
+MILP cannot improve them."""
 
 
 def relaxation_earliest(
@@ -175,7 +188,7 @@ def _allocate(
     )
     human_cap = None
     bound: float | None = None
-    if objective == "max_human_workload":  # lexicographic: the human cap first
+    if objective in BY_ALLOCATION:  # lexicographic: the human cap first
         with session.timer("build_s"):
             built = build_allocation(arr, objective, es, fa, idle)
         sol = session.open(built).solve(opts, stage=stage)
@@ -190,7 +203,7 @@ def _allocate(
     if not sol.status.has_solution:
         return None, bound
     m = built.model
-    if objective != "max_human_workload" and sol.bound is not None:
+    if objective not in BY_ALLOCATION and sol.bound is not None:
         bound = float(sol.bound) * built.layout.time_unit_s
     cap = list(m.CAPABLE)
     x = sol.values(m.assign, cap)
@@ -474,7 +487,7 @@ def improve(
     (weighted completion) to another capable agent, re-sequence, keep the first move that
     improves (value, sum of end times) lexicographically; stop when none does or the
     move or time budget is spent."""
-    if objective == "max_human_workload":
+    if objective in BY_ALLOCATION:
         return best  # its value depends on the allocation only, which the MILP optimised
     t_end = time.perf_counter() + budget_s
     value, agent_of, starts = best
@@ -545,7 +558,7 @@ def sequence_milp(
     value, agent_of, starts = best
     if (
         time_limit_s <= 0.1
-        or objective == "max_human_workload"
+        or objective in BY_ALLOCATION
         or instance.arrays.num_tasks > SEQUENCE_MILP_MAX_TASKS
     ):
         return best

@@ -1,8 +1,10 @@
 """Pyomo formulation of the ``human_robot`` kind (see ``models/human_robot.md``).
 
-Pure functions of the instance: they return a Pyomo model and never solve. Times are
-scaled by ``time_unit_s`` (the longest duration) so that every value is O(1); big-M
-values come from a per-instance horizon (never a constant).
+Pure functions of the instance: :func:`build` returns the Pyomo model with its typed
+layout (:class:`~hetopt.contract.Built`, :class:`ExactLayout`) and never solves. Times
+are scaled by ``time_unit_s`` (the longest duration) so that every value is O(1); big-M
+values come from a per-instance horizon (never a constant). Each objective's variables,
+rows and ``obj`` come from its entry of :data:`OBJECTIVES`.
 """
 
 from __future__ import annotations
