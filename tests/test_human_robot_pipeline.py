@@ -1,15 +1,17 @@
 """human_robot on the pipeline contract: the method table, the exact method's verified
-fallback, the rolling-horizon hooks."""
+fallback, bounds without a schedule, the rolling-horizon hooks."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import hetopt
 from hetopt import SolveOptions, Status
 from hetopt.contract import BuildMethod, RunMethod
+from hetopt.highs import HighsModel, RawSolution
 from hetopt.kinds.human_robot import KIND, METHODS, exact
 from hetopt.kinds.human_robot import formulations as F
 from hetopt.kinds.human_robot.decomposition import Decomposition
@@ -55,6 +57,23 @@ def test_rejected_exact_schedule_falls_back_to_the_decomposition(
     assert r.info["exact_rejected"] == "injected by the test"
     assert r.status in (Status.OPTIMAL, Status.FEASIBLE) and r.verification.ok
     assert {"exact", "allocation"} <= set(r.report.stages)
+
+
+def test_bound_without_a_schedule_is_in_the_objective_unit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """HiGHS stopped without an incumbent but with a dual bound (in units of ``obj``):
+    the result's bound is in (weighted) seconds."""
+
+    def stopped(self: Any, options: Any = None, default_lp_method: str = "auto") -> RawSolution:
+        return RawSolution(Status.NO_SOLUTION, "Time limit reached", None, 0.5, None, None, None, 0)
+
+    inst = hetopt.read_instance(SMALL)
+    monkeypatch.setattr(HighsModel, "solve", stopped)
+    r = hetopt.solve(inst, "weighted_completion", OPTS, method="exact")
+    assert r.status == Status.NO_SOLUTION
+    scale = ExactMilp("weighted_completion").build(inst, KIND.parse_params({})).layout
+    assert r.bound == pytest.approx(0.5 * scale.objective_scale)
 
 
 def test_kind_offers_a_replanner() -> None:

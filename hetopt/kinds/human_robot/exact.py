@@ -65,6 +65,11 @@ class ExactMilp(BuildMethodBase):
     ) -> dict[str, Any]:
         return {"horizon_s": built.layout.plan.horizon_s}
 
+    def unscale_bound(self, built: Built, bound: float) -> float:
+        """HiGHS's bound (in units of ``m.obj``) in seconds (or weighted seconds), for a
+        solve that stopped without a schedule."""
+        return float(bound) * built.layout.objective_scale
+
     def start(
         self,
         instance: HumanRobotInstance,
