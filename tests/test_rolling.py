@@ -9,7 +9,8 @@ import hetopt
 from hetopt import InstanceError, SolveOptions, Status, UsageError
 from hetopt.kinds.gpu_cluster import generate as gpu_generate
 from hetopt.kinds.human_robot.generate import generate
-from hetopt.rolling.milp import rolling_gap, rolling_schedule, with_release_times
+from hetopt.kinds.human_robot.rolling import with_release_times
+from hetopt.rolling import rolling_gap, rolling_schedule
 
 OPTS = SolveOptions(threads=1, time_limit_s=60)
 

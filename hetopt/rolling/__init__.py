@@ -4,9 +4,11 @@
   arrivals) under a ``gpu_cluster`` policy in Gavel's rounds and reports job completion
   times, makespan, utilisation and solve latency (``hetopt simulate``).
 * :func:`plot_jct_cdf` draws the JCT distribution.
-* :func:`rolling_schedule` schedules a MILP kind with release times (``human_robot``)
-  window by window, committing the first part of each window's plan;
-  :func:`with_release_times` makes tasks arrive as a Poisson process.
+* :func:`rolling_schedule` schedules a kind whose work has release times window by
+  window, committing the first part of each window's plan, through the hooks the kind
+  offers (:class:`Replanner`; ``human_robot``: :mod:`hetopt.kinds.human_robot.rolling`,
+  whose :func:`~hetopt.kinds.human_robot.rolling.with_release_times` makes tasks arrive
+  as a Poisson process).
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from .gpu import (
     simulate,
     trace_instance,
 )
-from .milp import rolling_gap, rolling_schedule, with_release_times
+from .horizon import ROLLING_DETAILS, Replanner, rolling_gap, rolling_schedule
 
 __all__ = [
+    "ROLLING_DETAILS",
     "ROUND_S",
     "SUMMARY_KEYS",
+    "Replanner",
     "SimResult",
     "generate_trace",
     "load_trace",
@@ -34,5 +38,4 @@ __all__ = [
     "rolling_schedule",
     "simulate",
     "trace_instance",
-    "with_release_times",
 ]

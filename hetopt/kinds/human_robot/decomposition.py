@@ -11,6 +11,15 @@
 3. **Iterate**: the idle time each agent had in the schedule is added to its load in the
    next allocation MILP, so work moves away from agents that wait a lot. The best
    verified schedule is kept.
+4. **Improve**: a reassignment local search, then the sequencing MILP (the exact model
+   with the best allocation fixed) re-orders it.
+
+:class:`Decomposition` is the pipeline's ``method="decomposition"`` (a
+:class:`~hetopt.contract.RunMethod`): every MILP runs on its
+:class:`~hetopt.pipeline.Session` (stages ``allocation`` and ``sequence``), so the
+result's timings and solver report cover them; the exact method's MIP start
+(:func:`hetopt.kinds.human_robot.exact.heuristic_start`) runs two iterations of the same
+loop (stage ``mip_start``).
 
 The allocation MILPs stop at wall-clock limits (``ALLOC_TIME_S``), so on a loaded machine
 the schedule found can differ from run to run; the bound stays valid either way.
@@ -26,21 +35,23 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyomo.environ as pyo
 
-from ...highs import solve_pyomo
+from ...contract import Built, Outcome, RunMethodBase
 from ...options import SolveOptions
-from ...result import Result
 from ...status import Status
 from .data import HumanRobotInstance, TeamArrays
-from .temporal import earliest_schedule, task_network
+from .params import HumanRobotParams, Setup, setup
+from .tables import objective_of, schedule_tables, start_order
+from .temporal import earliest_schedule, precheck, task_network
 
 if TYPE_CHECKING:
-    from . import HumanRobotKind
+    from ...pipeline import Session
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +68,10 @@ SEQUENCE_MILP_S = 10.0
 SEQUENCE_MILP_MAX_TASKS = 60
 """Time limit and size limit of the final sequencing MILP (best allocation, orders only)."""
 TOL = 1e-6
+BY_ALLOCATION = frozenset({"max_human_workload"})
+"""Objectives whose value the allocation alone fixes: the allocation MILP minimises them
+first (then the makespan with that value as a cap); local search and the sequencing
+MILP cannot improve them."""
 
 
 def relaxation_earliest(
@@ -73,6 +88,14 @@ def relaxation_earliest(
     return starts
 
 
+@dataclass(frozen=True)
+class AllocationLayout:
+    """What the allocation MILP tells its reader."""
+
+    time_unit_s: float
+    """Seconds per unit of the model's times."""
+
+
 def build_allocation(
     arr: TeamArrays,
     objective: str,
@@ -80,8 +103,9 @@ def build_allocation(
     fa: Mapping[int, int],
     idle: np.ndarray,
     human_cap: float | None = None,
-) -> pyo.ConcreteModel:
-    """The allocation MILP (times scaled by the longest duration)."""
+) -> Built:
+    """The allocation MILP (times scaled by the longest duration) with its
+    :class:`AllocationLayout`."""
     tau = float(np.nanmax(arr.duration)) or 1.0
     n, na = arr.num_tasks, arr.num_agents
     cap = [(i, a) for i, a in zip(*np.nonzero(arr.capable), strict=True)]
@@ -137,11 +161,11 @@ def build_allocation(
                 humans, rule=lambda m, a: load(m, a) <= human_cap / tau + TOL
             )
         m.obj = pyo.Objective(expr=m.makespan)
-    m._tau = tau
-    return m
+    return Built(m, AllocationLayout(tau))
 
 
 def _allocate(
+    session: Session,
     arr: TeamArrays,
     objective: str,
     es: np.ndarray,
@@ -149,8 +173,10 @@ def _allocate(
     idle: np.ndarray,
     options: SolveOptions,
     first: bool,
+    stage: str,
 ) -> tuple[np.ndarray | None, float | None]:
-    """Solve the allocation MILP(s); return (agent per task, dual bound in seconds)."""
+    """Solve the allocation MILP(s) on ``session``; return (agent per task, dual bound
+    in seconds)."""
     limit = ALLOC_TIME_S[0] if first else ALLOC_TIME_S[1]
     if options.time_limit_s is not None:
         limit = max(0.5, min(limit, options.time_limit_s / 4))
@@ -162,21 +188,25 @@ def _allocate(
     )
     human_cap = None
     bound: float | None = None
-    if objective == "max_human_workload":
-        m = build_allocation(arr, objective, es, fa, idle)
-        _, raw, _ = solve_pyomo(m, opts)
-        if not raw.status.has_solution:
+    if objective in BY_ALLOCATION:  # lexicographic: the human cap first
+        with session.timer("build_s"):
+            built = build_allocation(arr, objective, es, fa, idle)
+        sol = session.open(built).solve(opts, stage=stage)
+        if not sol.status.has_solution:
             return None, None
-        bound = float(raw.bound) * m._tau if raw.bound is not None else None
-        human_cap = float(raw.objective or 0.0) * m._tau
-    m = build_allocation(arr, objective, es, fa, idle, human_cap)
-    hm, raw, _ = solve_pyomo(m, opts)
-    if not raw.status.has_solution:
+        tau = built.layout.time_unit_s
+        bound = float(sol.bound) * tau if sol.bound is not None else None
+        human_cap = float(sol.objective or 0.0) * tau
+    with session.timer("build_s"):
+        built = build_allocation(arr, objective, es, fa, idle, human_cap)
+    sol = session.open(built).solve(opts, stage=stage)
+    if not sol.status.has_solution:
         return None, bound
-    if objective != "max_human_workload" and raw.bound is not None:
-        bound = float(raw.bound) * m._tau
+    m = built.model
+    if objective not in BY_ALLOCATION and sol.bound is not None:
+        bound = float(sol.bound) * built.layout.time_unit_s
     cap = list(m.CAPABLE)
-    x = raw.values(hm.compiled, m.assign, cap)
+    x = sol.values(m.assign, cap)
     score = np.full((arr.num_tasks, arr.num_agents), -1.0)
     for (i, a), v in zip(cap, x, strict=True):
         score[i, a] = v
@@ -357,6 +387,7 @@ def _earliest_slot(
 
 
 def search(
+    session: Session,
     arr: TeamArrays,
     objective: str,
     options: SolveOptions,
@@ -365,11 +396,11 @@ def search(
     now: float | None,
     es: np.ndarray,
     iterations: int = ITERATIONS,
+    stage: str = "allocation",
 ) -> tuple[tuple[float, np.ndarray, np.ndarray] | None, float | None, list[float | None]]:
     """The allocate / sequence loop: (best (value, agent per task, starts) or ``None``,
-    the first allocation MILP's dual bound, the value of each iteration)."""
-    from . import objective_of, start_order
-
+    the first allocation MILP's dual bound, the value of each iteration). The allocation
+    MILPs run on ``session`` (stage ``stage``)."""
     t0 = time.perf_counter()
     idle = np.zeros(arr.num_agents)
     best: tuple[float, np.ndarray, np.ndarray] | None = None
@@ -378,7 +409,7 @@ def search(
     seen: set[bytes] = set()
     deadline = None if options.time_limit_s is None else t0 + options.time_limit_s
     for it in range(iterations):
-        agent_of, b = _allocate(arr, objective, es, fa, idle, options, it == 0)
+        agent_of, b = _allocate(session, arr, objective, es, fa, idle, options, it == 0, stage)
         if it == 0:
             bound = b
         if agent_of is None:
@@ -433,8 +464,6 @@ def _sequence(
     now: float | None,
 ) -> tuple[float, np.ndarray] | None:
     """List-schedule one allocation (earliest-start order) and left-shift it."""
-    from . import objective_of, start_order
-
     dur = arr.duration[np.arange(arr.num_tasks), agent_of]
     cand = list_schedule(arr, agent_of, fs, now)
     if cand is None:
@@ -458,7 +487,7 @@ def improve(
     (weighted completion) to another capable agent, re-sequence, keep the first move that
     improves (value, sum of end times) lexicographically; stop when none does or the
     move or time budget is spent."""
-    if objective == "max_human_workload":
+    if objective in BY_ALLOCATION:
         return best  # its value depends on the allocation only, which the MILP optimised
     t_end = time.perf_counter() + budget_s
     value, agent_of, starts = best
@@ -510,6 +539,7 @@ def improve(
 
 
 def sequence_milp(
+    session: Session,
     instance: HumanRobotInstance,
     objective: str,
     best: tuple[float, np.ndarray, np.ndarray],
@@ -520,37 +550,38 @@ def sequence_milp(
 ) -> tuple[float, np.ndarray, np.ndarray]:
     """Re-sequence the best allocation exactly: the exact MILP with every task restricted
     to its allocated agent (only order variables remain), started from the list schedule
-    and stopped at ``time_limit_s``. Returns the better of the two schedules."""
-    from ...highs import HighsModel, compile_model
+    and stopped at ``time_limit_s`` (one HiGHS run on ``session``, stage ``sequence``).
+    Returns the better of the two schedules."""
     from . import formulations as F
-    from . import objective_of, start_order, start_vector
+    from .exact import start_vector
 
     value, agent_of, starts = best
     if (
         time_limit_s <= 0.1
-        or objective == "max_human_workload"
+        or objective in BY_ALLOCATION
         or instance.arrays.num_tasks > SEQUENCE_MILP_MAX_TASKS
     ):
         return best
     arr = instance.arrays
-    data = instance.to_dict()
-    for i, t in enumerate(data["tasks"]):
-        a = int(agent_of[i])
-        t["duration_s"] = {arr.agent_ids[a]: float(arr.duration[i, a])}
-    restricted = HumanRobotInstance.from_dict(data)
-    rarr = restricted.arrays
-    fa = {i: int(agent_of[i]) for i in fs}
-    plan = F.make_plan(rarr, fa, dict(fs), now)
-    m = F.build(restricted, objective, plan)
-    cm = compile_model(m)
-    hm = HighsModel(cm)
-    hm.set_start(start_vector(rarr, objective, m, cm, plan, agent_of, starts))
-    raw = hm.solve(
-        SolveOptions(time_limit_s=time_limit_s, threads=options.threads, seed=options.seed)
+    with session.timer("build_s"):
+        data = instance.to_dict()
+        for i, t in enumerate(data["tasks"]):
+            a = int(agent_of[i])
+            t["duration_s"] = {arr.agent_ids[a]: float(arr.duration[i, a])}
+        restricted = HumanRobotInstance.from_dict(data)
+        rarr = restricted.arrays
+        fa = {i: int(agent_of[i]) for i in fs}
+        plan = F.make_plan(rarr, fa, dict(fs), now)
+        built = F.build(restricted, objective, plan)
+    live = session.open(built)
+    live.highs_model.set_start(start_vector(rarr, built, live.compiled, agent_of, starts))
+    sol = live.solve(
+        SolveOptions(time_limit_s=time_limit_s, threads=options.threads, seed=options.seed),
+        stage="sequence",
     )
-    if not raw.status.has_solution:
+    if not sol.status.has_solution:
         return best
-    got = raw.values(cm, m.start, rarr.task_ids) * plan.time_unit_s
+    got = sol.values(built.model.start, rarr.task_ids) * plan.time_unit_s
     dur = arr.duration[np.arange(arr.num_tasks), agent_of]
     shifted = earliest_schedule(arr, agent_of, start_order(got, got + dur), fs, now)
     if shifted is None:
@@ -559,26 +590,62 @@ def sequence_milp(
     return (v, agent_of, shifted) if v < value - TOL else best
 
 
-def solve_decomposition(
-    kind: HumanRobotKind,
+def _makespan_bound(
+    arr: TeamArrays, es: np.ndarray, dmin: np.ndarray, allocation_bound: float | None
+) -> float | None:
+    """The largest of the allocation MILP's bound, the critical path of the temporal
+    relaxation and every location's load."""
+    path = float((es + dmin).max())
+    loc_lb = 0.0
+    for q in range(len(arr.locations)):
+        at = arr.loc == q
+        loc_lb = max(loc_lb, float(es[at].min() + dmin[at].sum()))
+    return max(allocation_bound or 0.0, path, loc_lb)
+
+
+def _weighted_completion_bound(
+    arr: TeamArrays, es: np.ndarray, dmin: np.ndarray, allocation_bound: float | None
+) -> float | None:
+    """Every task ends at its earliest possible end or later."""
+    return float((arr.weight * (es + dmin)).sum())
+
+
+def _allocation_bound(
+    arr: TeamArrays, es: np.ndarray, dmin: np.ndarray, allocation_bound: float | None
+) -> float | None:
+    """The first allocation MILP's dual bound."""
+    return allocation_bound
+
+
+LOWER_BOUNDS: dict[
+    str, Callable[[TeamArrays, np.ndarray, np.ndarray, float | None], float | None]
+] = {
+    "makespan": _makespan_bound,
+    "weighted_completion": _weighted_completion_bound,
+    "max_human_workload": _allocation_bound,
+}
+"""Objective -> a valid lower bound from (arrays, earliest starts of the temporal
+relaxation, shortest durations, the first allocation MILP's dual bound)."""
+
+
+def run_decomposition(
+    session: Session,
     instance: HumanRobotInstance,
     objective: str,
-    options: SolveOptions,
-    fa: dict[int, int],
-    fs: dict[int, float],
-    now: float | None,
+    su: Setup,
     info: dict[str, Any],
-) -> Result:
-    """Run the decomposition and return a verified :class:`Result`."""
-    from . import schedule_tables
-
+) -> Outcome:
+    """Run the decomposition on ``session``; ``info`` are the details so far."""
     t0 = time.perf_counter()
+    options = session.options
     arr = instance.arrays
+    fa, fs, now = su.fixed_agent, su.fixed_start, su.now_s
     es = relaxation_earliest(arr, fa, fs, now)
     dmin = arr.min_duration.copy()
     for i, a in fa.items():
         dmin[i] = arr.duration[i, a]
-    best, bound, history = search(arr, objective, options, fa, fs, now, es)
+    info = dict(info)
+    best, bound, history = search(session, arr, objective, options, fa, fs, now, es)
     if best is not None:
         budget = LOCAL_SEARCH_S
         if options.time_limit_s is not None:
@@ -590,31 +657,21 @@ def solve_decomposition(
         if options.time_limit_s is not None:
             limit = min(limit, t0 + options.time_limit_s - time.perf_counter())
         before = best[0]
-        best = sequence_milp(instance, objective, best, fs, now, options, limit)
+        best = sequence_milp(session, instance, objective, best, fs, now, options, limit)
         info["sequence_milp_gain"] = before - best[0]
     # valid lower bounds independent of the allocation MILP
-    if objective == "makespan":
-        path = float((es + dmin).max())
-        loc_lb = 0.0
-        for q in range(len(arr.locations)):
-            at = arr.loc == q
-            loc_lb = max(loc_lb, float(es[at].min() + dmin[at].sum()))
-        bound = max(bound or 0.0, path, loc_lb)
-    elif objective == "weighted_completion":
-        bound = float((arr.weight * (es + dmin)).sum())
-    info = dict(info)
+    bound = LOWER_BOUNDS[objective](arr, es, dmin, bound)
     info["iterations"] = len(history)
     info["iteration_values"] = history
-    runtime = time.perf_counter() - t0
     if best is None:
-        return kind_result(
-            kind,
-            objective,
-            Status.NO_SOLUTION,
-            "decomposition found no feasible schedule (method='exact' can decide feasibility)",
-            info,
-            runtime,
+        return Outcome(
+            details=info,
+            status=Status.NO_SOLUTION,
+            termination=(
+                "decomposition found no feasible schedule (method='exact' can decide feasibility)"
+            ),
             bound=bound,
+            gap=None,
         )
     value, agent_of, starts = best
     gap = None
@@ -625,46 +682,40 @@ def solve_decomposition(
         if gap <= 1e-6:
             status = Status.OPTIMAL
     info["makespan_s"] = float((starts + arr.duration[np.arange(arr.num_tasks), agent_of]).max())
-    res = kind_result(
-        kind,
-        objective,
-        status,
-        "decomposition: best of allocate + list-schedule iterations"
-        + (" (matches the lower bound)" if status == Status.OPTIMAL else ""),
+    return Outcome(
+        value,
+        schedule_tables(arr, agent_of, starts),
         info,
-        runtime,
-        value=value,
-        bound=bound,
-        gap=gap,
-        tables=schedule_tables(arr, agent_of, starts),
-    )
-    from dataclasses import replace
-
-    return replace(res, verification=kind.verify(instance, res))
-
-
-def kind_result(
-    kind: HumanRobotKind,
-    objective: str,
-    status: Status,
-    termination: str,
-    info: dict[str, Any],
-    runtime: float,
-    value: float | None = None,
-    bound: float | None = None,
-    gap: float | None = None,
-    tables: dict[str, Any] | None = None,
-) -> Result:
-    return Result(
-        kind=kind.name,
-        objective=objective,
         status=status,
-        termination=termination,
-        objective_value=value,
+        termination="decomposition: best of allocate + list-schedule iterations"
+        + (" (matches the lower bound)" if status == Status.OPTIMAL else ""),
         bound=bound,
         gap=gap,
-        runtime_s=runtime,
-        tables=tables or {},
-        info=info,
-        timings={"solve_s": runtime},
     )
+
+
+@dataclass(frozen=True)
+class Decomposition(RunMethodBase):
+    """``method="decomposition"``: pre-check, then allocate / sequence / improve.
+
+    ``build`` (what ``hetopt export`` writes) is the exact MILP, as for every method."""
+
+    objective: str
+
+    def build(self, instance: HumanRobotInstance, params: HumanRobotParams) -> Built:
+        from .exact import ExactMilp
+
+        return ExactMilp(self.objective).build(instance, params)
+
+    def run(
+        self, session: Session, instance: HumanRobotInstance, params: HumanRobotParams
+    ) -> Outcome:
+        from .exact import cycle_outcome
+
+        arr = instance.arrays
+        su = setup(arr, params)
+        details = su.details("decomposition")
+        cycle = precheck(arr, su.fixed_agent, su.fixed_start, su.now_s)
+        if cycle is not None:
+            return cycle_outcome(cycle, details)
+        return run_decomposition(session, instance, objective=self.objective, su=su, info=details)

@@ -1,18 +1,21 @@
 """Pyomo formulation of the ``human_robot`` kind (see ``models/human_robot.md``).
 
-Pure functions of the instance: they return a Pyomo model and never solve. Times are
-scaled by ``time_unit_s`` (the longest duration) so that every value is O(1); big-M
-values come from a per-instance horizon (never a constant).
+Pure functions of the instance: :func:`build` returns the Pyomo model with its typed
+layout (:class:`~hetopt.contract.Built`, :class:`ExactLayout`) and never solves. Times
+are scaled by ``time_unit_s`` (the longest duration) so that every value is O(1); big-M
+values come from a per-instance horizon (never a constant). Each objective's variables,
+rows and ``obj`` come from its entry of :data:`OBJECTIVES`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pyomo.environ as pyo
 
+from ...contract import Built
 from .data import HumanRobotInstance, TeamArrays
 
 
@@ -27,6 +30,18 @@ class Plan:
     time_unit_s: float
     horizon_s: float
     """Latest finish any schedule needs (see :func:`horizon`)."""
+
+
+@dataclass(frozen=True)
+class ExactLayout:
+    """What the exact MILP tells its extractor (:attr:`hetopt.contract.Built.layout`)."""
+
+    objective: str
+    plan: Plan
+    objective_scale: float
+    """Seconds (or weighted seconds) per unit of ``m.obj`` (:func:`objective_scale`)."""
+    loose: bool
+    """Built for the deletion filter (big-M from the horizon only)."""
 
 
 def horizon(
@@ -101,9 +116,9 @@ def known_order(arr: TeamArrays) -> np.ndarray:
 
 def build(
     instance: HumanRobotInstance, objective: str, plan: Plan | None = None, loose: bool = False
-) -> pyo.ConcreteModel:
+) -> Built:
     """The exact MILP for ``objective`` (``makespan``, ``weighted_completion`` or
-    ``max_human_workload``).
+    ``max_human_workload``, see :data:`OBJECTIVES`) with its :class:`ExactLayout`.
 
     ``loose=True`` takes big-M values from the horizon alone (not from releases and
     deadlines) and fixes no order from precedences, so that releases, deadlines, lags and
@@ -251,61 +266,102 @@ def build(
     m.c_fixed_agent = pyo.Constraint(m.FIXED, rule=lambda m, t: m.assign[t, fixed_agent[t]] == 1)
 
     # -- objective
-    if objective == "makespan":
-        m.makespan = pyo.Var(bounds=(0.0, H))
-        m.c_makespan = pyo.Constraint(m.TASKS, rule=lambda m, t: m.makespan >= m.finish[t])
-        # valid inequalities that tighten the LP bound: no agent and no location can be
-        # busy for longer than the makespan
-        m.c_agent_load = pyo.Constraint(
-            m.AGENTS,
-            rule=lambda m, a: (
-                m.makespan >= sum(m.duration[t, b] * m.assign[t, b] for t, b in cap if b == a)
-            ),
-        )
-        at_loc = {
-            q: [ids[i] for i in range(n) if arr.loc[i] == q] for q in range(len(arr.locations))
-        }
-        m.LOCATIONS = pyo.Set(initialize=arr.locations, ordered=True)
-        loc_release = {
-            arr.locations[q]: 0.0 if loose else float(min(lb_start[pos[t]] for t in ts))
-            for q, ts in at_loc.items()
-        }
-        m.c_location_load = pyo.Constraint(
-            m.LOCATIONS,
-            rule=lambda m, q: (
-                m.makespan
-                >= loc_release[q]
-                + sum(
-                    m.duration[t, a] * m.assign[t, a]
-                    for t in at_loc[arr.locations.index(q)]
-                    for a in by_task[t]
-                )
-            ),
-        )
-        m.obj = pyo.Objective(expr=m.makespan, sense=pyo.minimize)
-    elif objective == "weighted_completion":
-        wsum = float(arr.weight.sum())
-        m.weight = pyo.Param(m.TASKS, initialize={ids[i]: arr.weight[i] / wsum for i in range(n)})
-        m.obj = pyo.Objective(
-            expr=sum(m.weight[t] * m.finish[t] for t in m.TASKS), sense=pyo.minimize
-        )
-    elif objective == "max_human_workload":
-        m.max_human_workload = pyo.Var(bounds=(0.0, None))
-        hum = set(m.HUMANS)
-        m.c_human_workload = pyo.Constraint(
-            m.HUMANS,
-            rule=lambda m, h: (
-                m.max_human_workload
-                >= sum(m.duration[t, a] * m.assign[t, a] for t, a in cap if a == h)
-            ),
-        )
-        if not hum:
-            raise ValueError("objective 'max_human_workload' needs an agent of type 'human'")
-        m.obj = pyo.Objective(expr=m.max_human_workload, sense=pyo.minimize)
-    else:
-        raise KeyError(objective)
-    m._plan = plan
-    return m
+    form = OBJECTIVES[objective]
+    form.add(m, _Context(arr, cap, by_task, lb_start, H, loose))
+    layout = ExactLayout(objective, plan, objective_scale(instance, objective, plan), loose)
+    return Built(m, layout)
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What the objective builders need besides the model."""
+
+    arr: TeamArrays
+    cap: list[tuple[str, str]]
+    by_task: dict[str, list[str]]
+    lb_start: np.ndarray
+    """Scaled earliest start per task."""
+    horizon: float
+    """Scaled horizon."""
+    loose: bool
+
+
+def _add_makespan(m: pyo.ConcreteModel, ctx: _Context) -> None:
+    arr, cap, by_task = ctx.arr, ctx.cap, ctx.by_task
+    ids = arr.task_ids
+    n = arr.num_tasks
+    pos = {t: i for i, t in enumerate(ids)}
+    m.makespan = pyo.Var(bounds=(0.0, ctx.horizon))
+    m.c_makespan = pyo.Constraint(m.TASKS, rule=lambda m, t: m.makespan >= m.finish[t])
+    # valid inequalities that tighten the LP bound: no agent and no location can be
+    # busy for longer than the makespan
+    m.c_agent_load = pyo.Constraint(
+        m.AGENTS,
+        rule=lambda m, a: (
+            m.makespan >= sum(m.duration[t, b] * m.assign[t, b] for t, b in cap if b == a)
+        ),
+    )
+    at_loc = {q: [ids[i] for i in range(n) if arr.loc[i] == q] for q in range(len(arr.locations))}
+    m.LOCATIONS = pyo.Set(initialize=arr.locations, ordered=True)
+    loc_release = {
+        arr.locations[q]: 0.0 if ctx.loose else float(min(ctx.lb_start[pos[t]] for t in ts))
+        for q, ts in at_loc.items()
+    }
+    m.c_location_load = pyo.Constraint(
+        m.LOCATIONS,
+        rule=lambda m, q: (
+            m.makespan
+            >= loc_release[q]
+            + sum(
+                m.duration[t, a] * m.assign[t, a]
+                for t in at_loc[arr.locations.index(q)]
+                for a in by_task[t]
+            )
+        ),
+    )
+    m.obj = pyo.Objective(expr=m.makespan, sense=pyo.minimize)
+
+
+def _add_weighted_completion(m: pyo.ConcreteModel, ctx: _Context) -> None:
+    arr = ctx.arr
+    ids = arr.task_ids
+    wsum = float(arr.weight.sum())
+    m.weight = pyo.Param(
+        m.TASKS, initialize={ids[i]: arr.weight[i] / wsum for i in range(arr.num_tasks)}
+    )
+    m.obj = pyo.Objective(expr=sum(m.weight[t] * m.finish[t] for t in m.TASKS), sense=pyo.minimize)
+
+
+def _add_max_human_workload(m: pyo.ConcreteModel, ctx: _Context) -> None:
+    cap = ctx.cap
+    m.max_human_workload = pyo.Var(bounds=(0.0, None))
+    hum = set(m.HUMANS)
+    m.c_human_workload = pyo.Constraint(
+        m.HUMANS,
+        rule=lambda m, h: (
+            m.max_human_workload >= sum(m.duration[t, a] * m.assign[t, a] for t, a in cap if a == h)
+        ),
+    )
+    if not hum:
+        raise ValueError("objective 'max_human_workload' needs an agent of type 'human'")
+    m.obj = pyo.Objective(expr=m.max_human_workload, sense=pyo.minimize)
+
+
+@dataclass(frozen=True)
+class ObjectiveForm:
+    """How one objective enters the exact MILP."""
+
+    add: Callable[[pyo.ConcreteModel, _Context], None]
+    """Adds the objective's variables, rows and ``m.obj``."""
+    variable: str | None
+    """The scalar variable that is the objective (``None``: ``obj`` is an expression)."""
+
+
+OBJECTIVES: dict[str, ObjectiveForm] = {
+    "makespan": ObjectiveForm(_add_makespan, "makespan"),
+    "weighted_completion": ObjectiveForm(_add_weighted_completion, None),
+    "max_human_workload": ObjectiveForm(_add_max_human_workload, "max_human_workload"),
+}
 
 
 def objective_scale(instance: HumanRobotInstance, objective: str, plan: Plan) -> float:

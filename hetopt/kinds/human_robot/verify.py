@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -57,27 +57,43 @@ def travel_closure(instance: HumanRobotInstance) -> dict[tuple[str, str], float]
     return d
 
 
+def _makespan(instance: HumanRobotInstance, schedule: pd.DataFrame) -> float:
+    return float(schedule["end_s"].max())
+
+
+def _weighted_completion(instance: HumanRobotInstance, schedule: pd.DataFrame) -> float:
+    w = {t.id: t.weight for t in instance.tasks}
+    return float(
+        sum(w[str(t)] * e for t, e in zip(schedule["task"], schedule["end_s"], strict=False))
+    )
+
+
+def _max_human_workload(instance: HumanRobotInstance, schedule: pd.DataFrame) -> float:
+    humans = {a.id for a in instance.agents if a.type == "human"}
+    load = dict.fromkeys(humans, 0.0)
+    for t, a in zip(schedule["task"], schedule["agent"], strict=True):
+        if a in load:
+            load[a] += task_duration(instance, str(t), str(a)) or 0.0
+    return max(load.values()) if load else 0.0
+
+
+RECOMPUTE: dict[str, Callable[[HumanRobotInstance, pd.DataFrame], float]] = {
+    "makespan": _makespan,
+    "weighted_completion": _weighted_completion,
+    "max_human_workload": _max_human_workload,
+}
+"""Objective -> its value recomputed from the instance and a (non-empty) schedule."""
+
+
 def objective_value(
     instance: HumanRobotInstance, objective: str, schedule: pd.DataFrame
 ) -> float | None:
-    """The objective recomputed from a schedule table."""
-    if schedule.empty:
+    """The objective recomputed from a schedule table (``None`` if it is empty or the
+    objective unknown)."""
+    recompute = RECOMPUTE.get(objective)
+    if schedule.empty or recompute is None:
         return None
-    if objective == "makespan":
-        return float(schedule["end_s"].max())
-    if objective == "weighted_completion":
-        w = {t.id: t.weight for t in instance.tasks}
-        return float(
-            sum(w[str(t)] * e for t, e in zip(schedule["task"], schedule["end_s"], strict=False))
-        )
-    if objective == "max_human_workload":
-        humans = {a.id for a in instance.agents if a.type == "human"}
-        load = dict.fromkeys(humans, 0.0)
-        for t, a in zip(schedule["task"], schedule["agent"], strict=True):
-            if a in load:
-                load[a] += task_duration(instance, str(t), str(a)) or 0.0
-        return max(load.values()) if load else 0.0
-    return None
+    return recompute(instance, schedule)
 
 
 def verify(
