@@ -430,6 +430,22 @@ def finish(
     return replace(result, timings=times, runtime_s=runtime_s)
 
 
+def check(kind: Kind, instance: Any, objective: str, outcome: Outcome) -> Verification:
+    """Verify a provisional outcome (a method deciding between candidates, e.g. falling
+    back when a solution is rejected) exactly as :func:`finish` will."""
+    status = outcome.status or Status.FEASIBLE
+    provisional = Result(
+        kind=kind.name,
+        objective=objective,
+        status=status,
+        termination=outcome.termination or "",
+        objective_value=outcome.objective_value,
+        tables=dict(outcome.tables),
+        info=dict(outcome.details),
+    )
+    return verify(kind, instance, provisional)
+
+
 def verify(kind: Kind, instance: Any, result: Result) -> Verification:
     """The tables checked against the kind's declaration, then the kind's verifier."""
     problems = check_tables(kind.tables, result.tables) if kind.methods else []  # TEMPORARY

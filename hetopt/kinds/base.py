@@ -71,6 +71,9 @@ class Kind:
     decomposer: ClassVar[Decomposer | None] = None
     """What :func:`hetopt.decompose.solve_decomposed` may do with this kind (``None``:
     no decomposition)."""
+    replanner: ClassVar[Any] = None
+    """The kind's :class:`hetopt.rolling.Replanner` hooks for
+    :func:`hetopt.rolling.rolling_schedule` (``None``: no rolling horizon)."""
 
     # ------------------------------------------------------------------ objectives
     def objective_names(self) -> list[str]:
