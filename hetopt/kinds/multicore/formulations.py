@@ -62,7 +62,7 @@ class Plan:
 
 
 @dataclass
-class _Layout:
+class _Columns:
     """Column offsets of the variable blocks in the list passed to every row block."""
 
     xs: list[Any] = field(default_factory=list)
@@ -93,7 +93,7 @@ class _Rows:
         self.c.append(cols.ravel())
         self.v.append(np.asarray(vals, dtype=float).ravel())
 
-    def build(self, n_rows: int, lower: Any, upper: Any, lay: _Layout) -> LinearRows:
+    def build(self, n_rows: int, lower: Any, upper: Any, lay: _Columns) -> LinearRows:
         lo = np.broadcast_to(np.asarray(lower, dtype=float), (n_rows,)).copy()
         hi = np.broadcast_to(np.asarray(upper, dtype=float), (n_rows,)).copy()
         cat = np.concatenate if self.r else (lambda _: np.zeros(0))
@@ -205,16 +205,16 @@ def _skeleton(arr: MulticoreArrays, plan: Plan, binary_assign: bool) -> tuple[An
     return m, pairs
 
 
-def _base_layout(m: Any) -> _Layout:
+def _base_columns(m: Any) -> _Columns:
     """The first columns of every row block: ``assign``, ``makespan``, ``energy``."""
-    lay = _Layout()
+    lay = _Columns()
     lay.add("assign", m.assign)
     lay.add("makespan", m.makespan)
     lay.add("energy", m.energy)
     return lay
 
 
-def _common_rows(m: Any, arr: MulticoreArrays, plan: Plan, pairs: Pairs, lay: _Layout) -> int:
+def _common_rows(m: Any, arr: MulticoreArrays, plan: Plan, pairs: Pairs, lay: _Columns) -> int:
     """``c_symmetry``, ``c_energy`` (``c_assign``, ``c_busy`` come from :func:`_skeleton`);
     returns the number of ``c_symmetry`` rows."""
     K = len(pairs)
@@ -252,7 +252,7 @@ def _objective(m: Any, objective: str) -> None:
 def build_assignment(arr: MulticoreArrays, plan: Plan) -> Built:
     """Independent tasks: ``makespan >= busy[c]`` for every core (R||Cmax)."""
     m, pairs = _skeleton(arr, plan, binary_assign=True)
-    lay = _base_layout(m)
+    lay = _base_columns(m)
     sym = _common_rows(m, arr, plan, pairs, lay)
     _objective(m, plan.objective)
     return Built(m, Layout(plan, pairs, sym))
@@ -283,7 +283,7 @@ def build_disjunctive(arr: MulticoreArrays, plan: Plan) -> Built:
     op = order_pairs(arr)
     m.ORDER_PAIRS = pyo.RangeSet(0, len(op) - 1)
     m.order = pyo.Var(m.ORDER_PAIRS, within=pyo.Binary)
-    lay = _base_layout(m)
+    lay = _base_columns(m)
     lay.add("start", m.start)
     lay.add("order", m.order)
     sym = _common_rows(m, arr, plan, pairs, lay)
@@ -355,7 +355,7 @@ def build_time_indexed(arr: MulticoreArrays, plan: Plan) -> Built:
     S = len(slot_pair)
     m.SLOTS = pyo.RangeSet(0, S - 1)
     m.start_at = pyo.Var(m.SLOTS, within=pyo.Binary)
-    lay = _base_layout(m)
+    lay = _base_columns(m)
     lay.add("start_at", m.start_at)
     sym = _common_rows(m, arr, plan, pairs, lay)
     a, z, mk = lay["assign"], lay["start_at"], lay["makespan"]

@@ -15,6 +15,7 @@ from pydantic import Field
 from ...contract import (
     BuildMethodBase,
     Built,
+    Method,
     Outcome,
     Params,
     RunMethodBase,
@@ -40,17 +41,17 @@ class MulticoreParams(Params):
     """Solve parameters of the ``multicore`` kind."""
 
     formulation: Literal["auto", "assignment", "disjunctive", "time_indexed"] = Field(
-        "auto", description="auto | assignment | disjunctive | time_indexed (auto: by size)"
+        "auto",
+        description="the model; auto: assignment for independent tasks, time_indexed for "
+        "short whole-number DAGs, else disjunctive",
     )
     relaxation: bool = Field(
         False,
         description="solve the LP relaxation only: a fast bound, list schedule as incumbent",
     )
-    warm_start: bool = Field(True, description="start HiGHS from a list schedule (default true)")
-    symmetry: bool = Field(
-        True, description="order the busy time of interchangeable cores (default true)"
-    )
-    pareto_points: int = Field(25, ge=2, description="most points of the Pareto front (default 25)")
+    warm_start: bool = Field(True, description="start HiGHS from a list schedule")
+    symmetry: bool = Field(True, description="order the busy time of interchangeable cores")
+    pareto_points: int = Field(25, ge=2, description="most points of the Pareto front")
     deadline_s: float | None = Field(
         None, description="every task ends by then (overrides the instance's deadline_s)"
     )
@@ -411,7 +412,7 @@ class Refused(RunMethodBase):
     """A parameter combination that is not offered: ``hetopt export`` still writes
     ``method``'s model, solving raises a :class:`~hetopt.UsageError`."""
 
-    def __init__(self, method: Any, reason: str):
+    def __init__(self, method: Method, reason: str):
         self.method = method
         self.reason = reason
 
