@@ -44,6 +44,21 @@ def test_conversion_structure() -> None:
     assert arr.dur[0].tolist() == [float(data.jobs[0][0][k]) for k in range(5)]
 
 
+def test_operations_view_matches_jobs() -> None:
+    """The reader's neutral view (what every converter maps) is the jobs, flattened."""
+    data = read_fjsp(FJSP / "kacem/k1.txt")
+    ops = data.operations
+    assert len(ops) == data.num_operations and list(data.machines) == list(range(5))
+    k = 0
+    for j, job in enumerate(data.jobs):
+        for o, times in enumerate(job):
+            op = ops[k]
+            assert (op.job, op.position) == (j, o)
+            assert op.times == tuple(sorted(times.items()))
+            assert op.predecessor == ((j, o - 1) if o else None)
+            k += 1
+
+
 @pytest.mark.parametrize(
     ("path", "name"),
     [

@@ -6,14 +6,50 @@ Line 1: ``<jobs> <machines> [<average machines per operation>]``; then one line 
 papers and 0-based in some collections; :func:`read_fjsp` detects which (a file that uses
 machine ``M`` is 1-based; one that uses machine ``0`` is 0-based) and always returns
 0-based machines.
+
+This module is the one place that reads the format. A converter to a kind's instance
+(``multicore``, ``human_robot``, ...) maps the neutral view :attr:`FjspData.operations`:
+each :class:`Operation` knows its job, its position in the job's chain, the operation
+before it and its processing time on each eligible machine (0-based, in machine order).
+Numbering (0- or 1-based ids) is the converter's choice.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from ..errors import InstanceError
+
+__all__ = ["FjspData", "Operation", "parse_fjsp", "read_fjsp"]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation of a flexible job shop (the neutral view every converter maps).
+
+    Parameters
+    ----------
+    job
+        Its job (0-based).
+    position
+        Its place in the job's chain (0-based): it starts after operation
+        ``position - 1`` of the same job has ended.
+    times
+        ``(machine, processing time)`` for each eligible machine, 0-based machines in
+        increasing order.
+    """
+
+    job: int
+    position: int
+    times: tuple[tuple[int, int], ...]
+
+    @property
+    def predecessor(self) -> tuple[int, int] | None:
+        """``(job, position)`` of the operation before this one in its job (``None``
+        for a job's first operation)."""
+        return (self.job, self.position - 1) if self.position > 0 else None
 
 
 @dataclass(frozen=True)
@@ -22,6 +58,7 @@ class FjspData:
 
     ``jobs[j][o]`` is operation ``o`` of job ``j``: a dict ``machine -> processing time``
     (0-based machines). Each job is a chain: operation ``o`` precedes ``o + 1``.
+    :attr:`operations` is the same data as a flat, job-major list of :class:`Operation`.
     """
 
     name: str
@@ -31,6 +68,20 @@ class FjspData:
     @property
     def num_operations(self) -> int:
         return sum(len(j) for j in self.jobs)
+
+    @property
+    def machines(self) -> range:
+        """The machines, 0-based."""
+        return range(self.num_machines)
+
+    @cached_property
+    def operations(self) -> tuple[Operation, ...]:
+        """Every operation, job by job and in chain order within a job."""
+        return tuple(
+            Operation(j, o, tuple(sorted(op.items())))
+            for j, job in enumerate(self.jobs)
+            for o, op in enumerate(job)
+        )
 
 
 def parse_fjsp(text: str, name: str = "fjsp", source: str | None = None) -> FjspData:

@@ -8,20 +8,20 @@ See ``models/multicore.md`` for the mathematics.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-import pyomo.environ as pyo
-
-from ...options import SolveOptions
+from ...contract import Column, Detail, Method, Table
 from ...result import Result, Verification
-from ..base import Kind, Objective, UsageError
-from . import formulations as F
+from ..base import Kind, Objective
 from . import verify as V
-from .data import Core, MulticoreArrays, MulticoreInstance, Task
+from .data import Core, MulticoreArrays, MulticoreInstance, Task, with_limits
 from .fjsp import fjsp_to_multicore
 from .generate import FAMILIES, generate
-from .heuristics import best_list_schedule, list_schedule
+from .heuristics import list_schedule
+from .pareto import Pareto
 from .plotting import plot_gantt, plot_pareto
+from .solve import MulticoreParams, Refused, Relaxation, Scheduled
 
 __all__ = [
     "FAMILIES",
@@ -30,13 +30,83 @@ __all__ = [
     "MulticoreArrays",
     "MulticoreInstance",
     "MulticoreKind",
+    "MulticoreParams",
     "Task",
     "fjsp_to_multicore",
     "generate",
     "list_schedule",
     "plot_gantt",
     "plot_pareto",
+    "with_limits",
 ]
+
+SCHEDULE = Table(
+    "schedule",
+    "when each task runs on which core (the Pareto front: one schedule per point)",
+    (
+        Column(
+            "point",
+            "int",
+            "the Pareto point this row's schedule belongs to (objective pareto only)",
+            optional=True,
+        ),
+        Column("task", "str", "task id"),
+        Column("core", "str", "core id"),
+        Column("core_type", "str", "type of the core"),
+        Column("start_s", "float", "start time", "s"),
+        Column("end_s", "float", "end time", "s"),
+    ),
+)
+
+CORES = Table(
+    "cores",
+    "busy time, idle time and energy of each core until the makespan "
+    "(objectives makespan and energy)",
+    (
+        Column("core", "str", "core id"),
+        Column("core_type", "str", "type of the core"),
+        Column("busy_s", "float", "time spent running tasks", "s"),
+        Column("idle_s", "float", "time spent waiting before the makespan", "s"),
+        Column("energy_j", "float", "active plus idle energy of the core", "J"),
+    ),
+    optional=True,
+)
+
+PARETO = Table(
+    "pareto",
+    "the non-dominated (makespan, energy) points, by increasing makespan (objective pareto)",
+    (
+        Column("point", "int", "point number (0: the shortest makespan)"),
+        Column("makespan_s", "float", "makespan of the point's schedule", "s"),
+        Column("energy_j", "float", "energy of the point's schedule", "J"),
+    ),
+    optional=True,
+)
+
+DETAILS = (
+    Detail("formulation", "str", "the model solved: assignment, disjunctive or time_indexed"),
+    Detail("horizon_s", "float", "horizon of the model (big-M, time-indexed length)", "s"),
+    Detail("heuristic_makespan_s", "float", "makespan of the best list schedule", "s"),
+    Detail("symmetry_classes", "int", "classes of interchangeable cores ordered (0: off)"),
+    Detail("makespan_s", "float", "makespan of the reported schedule", "s"),
+    Detail("energy_j", "float", "energy of the reported schedule", "J"),
+    Detail("relaxation", "bool", "the bound is the LP relaxation's, the schedule a list one"),
+    Detail("points", "int", "points of the Pareto front"),
+    Detail("solves", "int", "HiGHS solves of the Pareto front"),
+    Detail("min_makespan_s", "float", "shortest makespan (left end of the front)", "s"),
+)
+
+_PARETO = Pareto()
+
+METHODS: Mapping[tuple[str, bool], Method] = {
+    ("makespan", False): Scheduled("makespan"),
+    ("energy", False): Scheduled("energy"),
+    ("pareto", False): _PARETO,
+    ("makespan", True): Relaxation("makespan"),
+    ("energy", True): Relaxation("energy"),
+    ("pareto", True): Refused(_PARETO, "relaxation is not offered for the pareto objective"),
+}
+"""(objective, ``relaxation``) -> method."""
 
 
 class MulticoreKind(Kind):
@@ -58,94 +128,18 @@ class MulticoreKind(Kind):
         ),
     )
     instance_model = MulticoreInstance
-    params = {
-        "formulation": "auto | assignment | disjunctive | time_indexed (auto: by size)",
-        "relaxation": "solve the LP relaxation only: a fast bound, list schedule as incumbent",
-        "warm_start": "start HiGHS from a list schedule (default true)",
-        "symmetry": "order the busy time of interchangeable cores (default true)",
-        "pareto_points": "most points of the Pareto front (default 25)",
-        "deadline_s": "every task ends by then (overrides the instance's deadline_s)",
-        "energy_budget_j": "energy at most this (overrides the instance's energy_budget_j)",
-    }
+    params_model = MulticoreParams
+    methods = {obj: m for (obj, relaxation), m in METHODS.items() if not relaxation}
+    tables = (SCHEDULE, CORES, PARETO)
+    details = DETAILS
 
-    def build(
-        self,
-        instance: MulticoreInstance,
-        objective: str,
-        formulation: str = "auto",
-        symmetry: bool = True,
-        deadline_s: float | None = None,
-        energy_budget_j: float | None = None,
-        **_: Any,
-    ) -> pyo.ConcreteModel:
-        from .solve import make_plan
-
-        instance = with_limits(instance, deadline_s, energy_budget_j)
-        arr = instance.arrays
-        plan = make_plan(arr, objective, formulation, best_list_schedule(arr), symmetry)
-        return F.build(arr, plan)
-
-    def solve(
-        self,
-        instance: MulticoreInstance,
-        objective: str,
-        options: SolveOptions,
-        formulation: str = "auto",
-        relaxation: bool = False,
-        warm_start: bool = True,
-        symmetry: bool = True,
-        pareto_points: int = 25,
-        deadline_s: float | None = None,
-        energy_budget_j: float | None = None,
-    ) -> Result:
-        from .solve import solve
-
-        instance = with_limits(instance, deadline_s, energy_budget_j)
-        for flag, val in (
-            ("relaxation", relaxation),
-            ("warm_start", warm_start),
-            ("symmetry", symmetry),
-        ):
-            if not isinstance(val, bool):
-                raise UsageError(f"{flag} must be true or false, got {val!r}")
-        if (
-            isinstance(pareto_points, bool)
-            or not isinstance(pareto_points, int)
-            or pareto_points < 2
-        ):
-            raise UsageError(f"pareto_points must be a whole number >= 2, got {pareto_points!r}")
-        if relaxation and objective == "pareto":
-            raise UsageError("relaxation is not offered for the pareto objective")
-        return solve(
-            self,
-            instance,
-            objective,
-            options,
-            formulation,
-            relaxation,
-            warm_start,
-            symmetry,
-            pareto_points,
-        )
+    def method_for(self, objective: str, instance: Any, params: Any) -> Method:
+        """``relaxation=True`` picks the LP-relaxation method (refused for pareto)."""
+        method = METHODS.get((objective, params.relaxation))
+        return method if method is not None else super().method_for(objective, instance, params)
 
     def verify(self, instance: MulticoreInstance, result: Result) -> Verification:
         return V.verify(instance, result.objective, result.objective_value, dict(result.tables))
-
-
-def with_limits(
-    instance: MulticoreInstance, deadline_s: float | None, energy_budget_j: float | None
-) -> MulticoreInstance:
-    """The instance with ``deadline_s`` / ``energy_budget_j`` replaced (validated)."""
-    if deadline_s is None and energy_budget_j is None:
-        return instance
-    data = instance.to_dict()
-    if deadline_s is not None:
-        data["deadline_s"] = float(deadline_s) if isinstance(deadline_s, int) else deadline_s
-    if energy_budget_j is not None:
-        data["energy_budget_j"] = (
-            float(energy_budget_j) if isinstance(energy_budget_j, int) else energy_budget_j
-        )
-    return MulticoreInstance.from_dict(data)
 
 
 KIND = MulticoreKind()

@@ -313,3 +313,19 @@ def _topological(preds: list[list[int]]) -> list[int]:
 
 def is_finite(x: float | None) -> bool:
     return x is not None and math.isfinite(x)
+
+
+def with_limits(
+    instance: MulticoreInstance, deadline_s: float | None, energy_budget_j: float | None
+) -> MulticoreInstance:
+    """The instance with ``deadline_s`` / ``energy_budget_j`` replaced (validated)."""
+    if deadline_s is None and energy_budget_j is None:
+        return instance
+    data = instance.to_dict()
+    if deadline_s is not None:
+        data["deadline_s"] = float(deadline_s) if isinstance(deadline_s, int) else deadline_s
+    if energy_budget_j is not None:
+        data["energy_budget_j"] = (
+            float(energy_budget_j) if isinstance(energy_budget_j, int) else energy_budget_j
+        )
+    return MulticoreInstance.from_dict(data)

@@ -1,10 +1,15 @@
-"""Flexible job-shop (FJSP) data as a ``multicore`` instance."""
+"""Flexible job-shop (FJSP) data as a ``multicore`` instance (a thin mapping of the
+neutral view :attr:`hetopt.formats.fjsp.FjspData.operations`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ...formats.fjsp import FjspData
+
+
+def _task_id(job: int, position: int) -> str:
+    return f"j{job}.o{position}"
 
 
 def fjsp_to_multicore(data: FjspData, objective: str = "makespan") -> dict[str, Any]:
@@ -16,18 +21,17 @@ def fjsp_to_multicore(data: FjspData, objective: str = "makespan") -> dict[str, 
     """
     cores = [
         {"id": f"m{k}", "type": f"m{k}", "active_power_w": 1.0, "idle_power_w": 0.0}
-        for k in range(data.num_machines)
+        for k in data.machines
     ]
     tasks: list[dict[str, Any]] = []
-    for j, job in enumerate(data.jobs):
-        for o, op in enumerate(job):
-            task: dict[str, Any] = {
-                "id": f"j{j}.o{o}",
-                "duration_s": {f"m{k}": float(p) for k, p in sorted(op.items())},
-            }
-            if o > 0:
-                task["predecessors"] = [f"j{j}.o{o - 1}"]
-            tasks.append(task)
+    for op in data.operations:
+        task: dict[str, Any] = {
+            "id": _task_id(op.job, op.position),
+            "duration_s": {f"m{k}": float(p) for k, p in op.times},
+        }
+        if op.predecessor is not None:
+            task["predecessors"] = [_task_id(*op.predecessor)]
+        tasks.append(task)
     return {
         "kind": "multicore",
         "name": data.name,

@@ -10,19 +10,23 @@ Three pure builders share one skeleton (assignment variables, makespan, energy):
 
 Times are divided by ``t_ref`` (a list-scheduling makespan) and energies by
 ``e_ref = p_ref * t_ref`` so the model's numbers are O(1). Row blocks are
-:class:`~hetopt.pyomo_ext.LinearRows`.
+:class:`~hetopt.pyomo_ext.LinearRows`. Each builder returns
+:class:`~hetopt.contract.Built` with a :class:`Layout` (what the extractor and the warm
+start need: the plan, the pairs, the order pairs or the slots).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyomo.environ as pyo
 
+from ...contract import Built
 from ...pyomo_ext import LinearRows
 from .._shared.assignment import add_unrelated_assignment
 from .data import MulticoreArrays
@@ -51,9 +55,14 @@ class Plan:
     """Durations are whole numbers and the objective is the makespan: the optimum is a
     whole number, so a bound can be rounded up."""
 
+    @property
+    def scale(self) -> float:
+        """Unit of the minimised variable: ``t_ref`` (makespan) or ``e_ref`` (energy)."""
+        return self.e_ref if self.objective == "energy" else self.t_ref
+
 
 @dataclass
-class _Layout:
+class _Columns:
     """Column offsets of the variable blocks in the list passed to every row block."""
 
     xs: list[Any] = field(default_factory=list)
@@ -84,7 +93,7 @@ class _Rows:
         self.c.append(cols.ravel())
         self.v.append(np.asarray(vals, dtype=float).ravel())
 
-    def build(self, n_rows: int, lower: Any, upper: Any, lay: _Layout) -> LinearRows:
+    def build(self, n_rows: int, lower: Any, upper: Any, lay: _Columns) -> LinearRows:
         lo = np.broadcast_to(np.asarray(lower, dtype=float), (n_rows,)).copy()
         hi = np.broadcast_to(np.asarray(upper, dtype=float), (n_rows,)).copy()
         cat = np.concatenate if self.r else (lambda _: np.zeros(0))
@@ -120,6 +129,31 @@ class Pairs:
         out = np.full((n, m), -1, dtype=np.int64)
         out[self.task, self.core] = np.arange(len(self))
         return out
+
+
+@dataclass(frozen=True)
+class Slots:
+    """The (pair, start time) binaries of the time-indexed model."""
+
+    pair: np.ndarray
+    time: np.ndarray  # whole seconds
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a formulation tells its extractor and its warm start (:attr:`Built.layout`).
+
+    ``order_pairs`` are the task pairs of ``m.order`` (disjunctive model), ``slots`` the
+    (pair, start) binaries of ``m.start_at`` and ``capacity_keys`` the ``core * H + t``
+    key of each ``c_capacity`` row (time-indexed model).
+    """
+
+    plan: Plan
+    pairs: Pairs
+    symmetry_rows: int
+    order_pairs: tuple[tuple[int, int], ...] = ()
+    slots: Slots | None = None
+    capacity_keys: np.ndarray | None = None
 
 
 def horizon_slots(arr: MulticoreArrays, horizon: float) -> int:
@@ -168,23 +202,21 @@ def _skeleton(arr: MulticoreArrays, plan: Plan, binary_assign: bool) -> tuple[An
         hi = max(lo, math.floor(plan.horizon + 1e-9))
         m.makespan_whole = pyo.Var(within=pyo.Integers, bounds=(lo, hi))
         m.c_whole = pyo.Constraint(expr=m.makespan - m.makespan_whole / plan.t_ref == 0)
-    m._pairs = pairs
-    m._plan = plan
-    m._num_tasks = n
     return m, pairs
 
 
-def _base_layout(m: Any) -> _Layout:
+def _base_columns(m: Any) -> _Columns:
     """The first columns of every row block: ``assign``, ``makespan``, ``energy``."""
-    lay = _Layout()
+    lay = _Columns()
     lay.add("assign", m.assign)
     lay.add("makespan", m.makespan)
     lay.add("energy", m.energy)
     return lay
 
 
-def _common_rows(m: Any, arr: MulticoreArrays, plan: Plan, pairs: Pairs, lay: _Layout) -> None:
-    """``c_symmetry``, ``c_energy`` (``c_assign``, ``c_busy`` come from :func:`_skeleton`)."""
+def _common_rows(m: Any, arr: MulticoreArrays, plan: Plan, pairs: Pairs, lay: _Columns) -> int:
+    """``c_symmetry``, ``c_energy`` (``c_assign``, ``c_busy`` come from :func:`_skeleton`);
+    returns the number of ``c_symmetry`` rows."""
     K = len(pairs)
     a, mk, en = lay["assign"], lay["makespan"], lay["energy"]
     cols = a + np.arange(K)
@@ -199,7 +231,7 @@ def _common_rows(m: Any, arr: MulticoreArrays, plan: Plan, pairs: Pairs, lay: _L
             r.add(row, cols[on_b], -pairs.p[on_b])
             row += 1
     m.c_symmetry = r.build(row, 0.0, INF, lay)
-    m._symmetry_rows = row
+    symmetry_rows = row
     # c_energy: energy - sum (active-idle)/p_ref * p * assign - idle_total/p_ref * makespan = 0
     p_ref = plan.e_ref / plan.t_ref
     coef = (arr.active - arr.idle)[pairs.core] / p_ref * pairs.p
@@ -208,6 +240,7 @@ def _common_rows(m: Any, arr: MulticoreArrays, plan: Plan, pairs: Pairs, lay: _L
     r.add(0, cols, -coef)
     r.add(0, mk, -float(arr.idle.sum()) / p_ref)
     m.c_energy = r.build(1, 0.0, 0.0, lay)
+    return symmetry_rows
 
 
 def _objective(m: Any, objective: str) -> None:
@@ -216,13 +249,13 @@ def _objective(m: Any, objective: str) -> None:
 
 
 # ---------------------------------------------------------------------------- builders
-def build_assignment(arr: MulticoreArrays, plan: Plan) -> pyo.ConcreteModel:
+def build_assignment(arr: MulticoreArrays, plan: Plan) -> Built:
     """Independent tasks: ``makespan >= busy[c]`` for every core (R||Cmax)."""
     m, pairs = _skeleton(arr, plan, binary_assign=True)
-    lay = _base_layout(m)
-    _common_rows(m, arr, plan, pairs, lay)
+    lay = _base_columns(m)
+    sym = _common_rows(m, arr, plan, pairs, lay)
     _objective(m, plan.objective)
-    return m
+    return Built(m, Layout(plan, pairs, sym))
 
 
 def order_pairs(arr: MulticoreArrays) -> list[tuple[int, int]]:
@@ -237,7 +270,7 @@ def order_pairs(arr: MulticoreArrays) -> list[tuple[int, int]]:
     return out
 
 
-def build_disjunctive(arr: MulticoreArrays, plan: Plan) -> pyo.ConcreteModel:
+def build_disjunctive(arr: MulticoreArrays, plan: Plan) -> Built:
     """A DAG of tasks: start times, precedences and big-M disjunctions per shared core."""
     m, pairs = _skeleton(arr, plan, binary_assign=True)
     n, t = arr.num_tasks, plan.t_ref
@@ -250,11 +283,10 @@ def build_disjunctive(arr: MulticoreArrays, plan: Plan) -> pyo.ConcreteModel:
     op = order_pairs(arr)
     m.ORDER_PAIRS = pyo.RangeSet(0, len(op) - 1)
     m.order = pyo.Var(m.ORDER_PAIRS, within=pyo.Binary)
-    m._order_pairs = op
-    lay = _base_layout(m)
+    lay = _base_columns(m)
     lay.add("start", m.start)
     lay.add("order", m.order)
-    _common_rows(m, arr, plan, pairs, lay)
+    sym = _common_rows(m, arr, plan, pairs, lay)
     a, s, mk, y = lay["assign"], lay["start"], lay["makespan"], lay["order"]
     K = len(pairs)
     cols = a + np.arange(K)
@@ -298,7 +330,7 @@ def build_disjunctive(arr: MulticoreArrays, plan: Plan) -> pyo.ConcreteModel:
     m.c_before = rb.build(row, np.asarray(lo_b), INF, lay)
     m.c_after = ra.build(row, np.asarray(lo_a), INF, lay)
     _objective(m, plan.objective)
-    return m
+    return Built(m, Layout(plan, pairs, sym, order_pairs=tuple(op)))
 
 
 def _pairs_of_tasks(pairs: Pairs, n: int) -> list[np.ndarray]:
@@ -307,15 +339,7 @@ def _pairs_of_tasks(pairs: Pairs, n: int) -> list[np.ndarray]:
     return [order[bounds[i] : bounds[i + 1]] for i in range(n)]
 
 
-@dataclass(frozen=True)
-class Slots:
-    """The (pair, start time) binaries of the time-indexed model."""
-
-    pair: np.ndarray
-    time: np.ndarray  # whole seconds
-
-
-def build_time_indexed(arr: MulticoreArrays, plan: Plan) -> pyo.ConcreteModel:
+def build_time_indexed(arr: MulticoreArrays, plan: Plan) -> Built:
     """A DAG with integer durations: ``start_at[k, t] = 1`` if pair ``k`` starts at ``t``."""
     m, pairs = _skeleton(arr, plan, binary_assign=False)
     n, M, t_ref = arr.num_tasks, arr.num_cores, plan.t_ref
@@ -331,10 +355,9 @@ def build_time_indexed(arr: MulticoreArrays, plan: Plan) -> pyo.ConcreteModel:
     S = len(slot_pair)
     m.SLOTS = pyo.RangeSet(0, S - 1)
     m.start_at = pyo.Var(m.SLOTS, within=pyo.Binary)
-    m._slots = slots
-    lay = _base_layout(m)
+    lay = _base_columns(m)
     lay.add("start_at", m.start_at)
-    _common_rows(m, arr, plan, pairs, lay)
+    sym = _common_rows(m, arr, plan, pairs, lay)
     a, z, mk = lay["assign"], lay["start_at"], lay["makespan"]
     zc = z + np.arange(S)
     # c_link[k]: assign[k] - sum_t start_at[k,t] = 0
@@ -351,7 +374,6 @@ def build_time_indexed(arr: MulticoreArrays, plan: Plan) -> pyo.ConcreteModel:
     r = _Rows()
     r.add(row_of, zc[occ_slot], 1.0)
     m.c_capacity = r.build(len(used), -INF, 1.0, lay)
-    m._capacity_keys = used
     # c_precedence[e]: sum t start_at[j,.] - sum (t + p) start_at[i,.] >= 0   (over t_ref)
     task_of_slot = pairs.task[slot_pair]
     end_s = (slot_time + d) / t_ref
@@ -371,25 +393,28 @@ def build_time_indexed(arr: MulticoreArrays, plan: Plan) -> pyo.ConcreteModel:
     m.c_finish = r.build(n, arr.tails / t_ref, INF, lay)
     del M
     _objective(m, plan.objective)
-    return m
+    return Built(m, Layout(plan, pairs, sym, slots=slots, capacity_keys=used))
 
 
-def build(arr: MulticoreArrays, plan: Plan) -> pyo.ConcreteModel:
+BUILDERS: dict[str, Callable[[MulticoreArrays, Plan], Built]] = {
+    "assignment": build_assignment,
+    "disjunctive": build_disjunctive,
+    "time_indexed": build_time_indexed,
+}
+"""Formulation name -> builder (``"auto"`` is resolved by the plan first)."""
+
+
+def build(arr: MulticoreArrays, plan: Plan) -> Built:
     """The model ``plan.formulation`` names (already resolved, not ``"auto"``)."""
-    if plan.formulation == "assignment":
-        return build_assignment(arr, plan)
-    if plan.formulation == "disjunctive":
-        return build_disjunctive(arr, plan)
-    if plan.formulation == "time_indexed":
-        return build_time_indexed(arr, plan)
-    raise KeyError(plan.formulation)
+    return BUILDERS[plan.formulation](arr, plan)
 
 
 # ---------------------------------------------------------------------------- warm start
-def start_vector(m: Any, compiled: Any, arr: MulticoreArrays, sched: Schedule) -> np.ndarray:
+def start_vector(
+    m: Any, layout: Layout, compiled: Any, arr: MulticoreArrays, sched: Schedule
+) -> np.ndarray:
     """Column values of a schedule (a MIP start for HiGHS)."""
-    plan: Plan = m._plan
-    pairs: Pairs = m._pairs
+    plan, pairs = layout.plan, layout.pairs
     x = np.clip(np.zeros(compiled.num_col), compiled.col_lower, compiled.col_upper)
     n = arr.num_tasks
     chosen = pairs.index(n, arr.num_cores)[np.arange(n), sched.core]
@@ -398,18 +423,18 @@ def start_vector(m: Any, compiled: Any, arr: MulticoreArrays, sched: Schedule) -
     _put(x, compiled.columns_of(m.assign, range(len(pairs))), a)
     mk = sched.makespan / plan.t_ref
     _put(x, compiled.columns_of(m.makespan, [None]), np.array([mk]))
-    if hasattr(m, "makespan_whole"):
+    if plan.integer_makespan:
         whole = np.array([float(np.rint(sched.makespan))])
         _put(x, compiled.columns_of(m.makespan_whole, [None]), whole)
     energy = arr.energy(sched.core, sched.makespan) / plan.e_ref
     _put(x, compiled.columns_of(m.energy, [None]), np.array([energy]))
-    if hasattr(m, "start"):
+    if plan.formulation == "disjunctive":
         _put(x, compiled.columns_of(m.start, range(n)), sched.start / plan.t_ref)
-        op = m._order_pairs
+        op = layout.order_pairs
         y = np.array([1.0 if sched.start[i] <= sched.start[j] else 0.0 for i, j in op])
         _put(x, compiled.columns_of(m.order, range(len(op))), y)
-    if hasattr(m, "start_at"):
-        slots: Slots = m._slots
+    if layout.slots is not None:
+        slots = layout.slots
         want = chosen[pairs.task[slots.pair]] == slots.pair
         hit = want & (slots.time == np.rint(sched.start[pairs.task[slots.pair]]))
         _put(x, compiled.columns_of(m.start_at, range(len(slots.pair))), hit.astype(float))

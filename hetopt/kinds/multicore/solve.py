@@ -1,32 +1,84 @@
-"""Solving ``multicore`` instances: plan, build, warm start, extract, LP bound, Pareto front."""
+"""Solving ``multicore`` instances: parameters, plan, the makespan/energy MILP method and
+the LP-relaxation method (the Pareto front is :mod:`.pareto`)."""
 
 from __future__ import annotations
 
 import logging
 import math
-import time
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
-import pyomo.environ as pyo
+from pydantic import Field
 
-from ...highs import CompiledModel, HighsModel, RawSolution, compile_model
+from ...contract import (
+    BuildMethodBase,
+    Built,
+    Method,
+    Outcome,
+    Params,
+    RunMethodBase,
+    SolveView,
+)
+from ...errors import UsageError
 from ...options import SolveOptions
-from ...result import Result
 from ...status import Status
-from ..base import Extracted, UsageError, run_model
 from . import formulations as F
-from .data import MulticoreArrays, MulticoreInstance
+from .data import MulticoreArrays, MulticoreInstance, with_limits
 from .heuristics import Schedule, best_list_schedule, left_shift
 
 if TYPE_CHECKING:
-    from . import MulticoreKind
+    from ...highs import CompiledModel
+    from ...pipeline import Session
 
 log = logging.getLogger(__name__)
 
 _INT_TOL = 1e-6
+
+
+class MulticoreParams(Params):
+    """Solve parameters of the ``multicore`` kind."""
+
+    formulation: Literal["auto", "assignment", "disjunctive", "time_indexed"] = Field(
+        "auto",
+        description="the model; auto: assignment for independent tasks, time_indexed for "
+        "short whole-number DAGs, else disjunctive",
+    )
+    relaxation: bool = Field(
+        False,
+        description="solve the LP relaxation only: a fast bound, list schedule as incumbent",
+    )
+    warm_start: bool = Field(True, description="start HiGHS from a list schedule")
+    symmetry: bool = Field(True, description="order the busy time of interchangeable cores")
+    pareto_points: int = Field(25, ge=2, description="most points of the Pareto front")
+    deadline_s: float | None = Field(
+        None, description="every task ends by then (overrides the instance's deadline_s)"
+    )
+    energy_budget_j: float | None = Field(
+        None, description="energy at most this (overrides the instance's energy_budget_j)"
+    )
+
+
+# ------------------------------------------------------------------------------- plan
+@dataclass(frozen=True)
+class Goal:
+    """What an objective asks of the model."""
+
+    minimise: Literal["makespan", "energy"]
+    """The variable ``m.obj`` minimises."""
+    list_horizon: bool
+    """Without an energy budget, no optimal schedule is longer than the list schedule."""
+    whole_makespan: bool
+    """With whole-number durations the optimum is a whole number of seconds."""
+
+
+GOALS: dict[str, Goal] = {
+    "makespan": Goal("makespan", list_horizon=True, whole_makespan=True),
+    "energy": Goal("energy", list_horizon=False, whole_makespan=False),
+    "pareto": Goal("makespan", list_horizon=False, whole_makespan=False),
+}
+"""Objective -> what its model minimises and which shortcuts are exact for it."""
 
 
 def make_plan(
@@ -47,10 +99,11 @@ def make_plan(
         raise UsageError(
             f"formulation must be one of {', '.join(F.FORMULATIONS)}, got {formulation!r}"
         )
+    goal = GOALS[objective]
     t_ref = heuristic.makespan if heuristic.makespan > 0 else 1.0
     p_ref = float(max(arr.active.max(), arr.idle.max()))
     p_ref = p_ref if p_ref > 0 else 1.0
-    if objective == "makespan" and arr.budget is None:
+    if goal.list_horizon and arr.budget is None:
         horizon = heuristic.makespan
     else:
         horizon = max(arr.serial_bound(), heuristic.makespan)
@@ -76,31 +129,68 @@ def make_plan(
         raise UsageError("formulation 'time_indexed' needs whole-number durations")
     return F.Plan(
         formulation=formulation,
-        objective="energy" if objective == "energy" else "makespan",
+        objective=goal.minimise,
         t_ref=float(t_ref),
         e_ref=float(p_ref * t_ref),
         horizon=float(horizon),
         symmetry=symmetry,
-        integer_makespan=integer and objective == "makespan",
+        integer_makespan=integer and goal.whole_makespan,
     )
 
 
-def _options_for(plan: F.Plan, options: SolveOptions) -> SolveOptions:
-    """With whole-number durations a makespan gap below one second proves optimality."""
-    if plan.integer_makespan and "mip_abs_gap" not in options.highs_options:
-        gap = (1.0 - 1e-3) / plan.t_ref
+@dataclass(frozen=True)
+class Prepared:
+    """The layout of a ``multicore`` model (:attr:`Built.layout`): the formulation's
+    :class:`~.formulations.Layout` plus what the plan was made from."""
+
+    arrays: MulticoreArrays
+    """Of the instance under the parameters' ``deadline_s`` / ``energy_budget_j``."""
+    heuristic: Schedule
+    """The best list schedule: ``t_ref``, the horizon, the warm start, an incumbent."""
+    layout: F.Layout
+
+    @property
+    def plan(self) -> F.Plan:
+        return self.layout.plan
+
+
+def prepare(instance: MulticoreInstance, params: MulticoreParams, objective: str) -> Built:
+    """Apply the parameters' limits, list-schedule, plan and build the model."""
+    inst = with_limits(instance, params.deadline_s, params.energy_budget_j)
+    arr = inst.arrays
+    heuristic = best_list_schedule(arr)
+    plan = make_plan(arr, objective, params.formulation, heuristic, params.symmetry)
+    built = F.build(arr, plan)
+    return Built(built.model, Prepared(arr, heuristic, built.layout))
+
+
+def whole_second_gap(options: SolveOptions, t_ref: float) -> SolveOptions:
+    """With whole-number durations a makespan gap below one second proves optimality
+    (unless the user set ``mip_abs_gap``)."""
+    if "mip_abs_gap" not in options.highs_options:
+        gap = (1.0 - 1e-3) / t_ref
         return options.replace(highs_options={**options.highs_options, "mip_abs_gap": gap})
     return options
 
 
-def schedule_from_solution(
-    m: Any, cm: CompiledModel, raw: RawSolution, arr: MulticoreArrays
-) -> Schedule:
+def plan_info(prep: Prepared) -> dict[str, Any]:
+    """The details every ``multicore`` result reports (known before solving)."""
+    plan = prep.plan
+    return {
+        "formulation": plan.formulation,
+        "horizon_s": plan.horizon,
+        "heuristic_makespan_s": prep.heuristic.makespan,
+        "symmetry_classes": len(prep.arrays.identical_core_classes()) if plan.symmetry else 0,
+    }
+
+
+# ------------------------------------------------------------------------------- extraction
+def schedule_from_solution(built: Built, solution: SolveView) -> Schedule:
     """The assignment and core orders of a MIP solution, left-shifted (semi-active)."""
-    plan: F.Plan = m._plan
-    pairs: F.Pairs = m._pairs
+    prep: Prepared = built.layout
+    m, arr, plan, pairs = built.model, prep.arrays, prep.plan, prep.layout.pairs
     n = arr.num_tasks
-    a = raw.values(cm, m.assign, range(len(pairs)))
+    a = solution.values(m.assign, range(len(pairs)))
     # each task's core: its pair with the largest assign value
     best = np.full(n, -1.0)
     core = np.zeros(n, dtype=np.int64)
@@ -108,11 +198,11 @@ def schedule_from_solution(
         i = pairs.task[k]
         if a[k] >= best[i]:
             best[i], core[i] = a[k], pairs.core[k]
+    slots = prep.layout.slots
     if plan.formulation == "disjunctive":
-        key = raw.values(cm, m.start, range(n))
-    elif plan.formulation == "time_indexed":
-        slots: F.Slots = m._slots
-        z = raw.values(cm, m.start_at, range(len(slots.pair)))
+        key = solution.values(m.start, range(n))
+    elif slots is not None:
+        z = solution.values(m.start_at, range(len(slots.pair)))
         key = np.zeros(n)
         on = z > 0.5
         key[pairs.task[slots.pair[on]]] = slots.time[on] / plan.t_ref
@@ -149,15 +239,15 @@ def tables_of(arr: MulticoreArrays, sched: Schedule) -> dict[str, pd.DataFrame]:
     return {"schedule": schedule, "cores": cores}
 
 
-def _scaled_bound(plan: F.Plan, bound: float | None, objective: str) -> float | None:
+def scaled_bound(plan: F.Plan, bound: float | None) -> float | None:
+    """A bound of the model's objective in the objective's unit (``None`` if unknown);
+    whole-number makespans round it up."""
     if bound is None or not math.isfinite(bound):
         return None
-    if objective == "makespan":
-        b = bound * plan.t_ref
-        if plan.integer_makespan:
-            b = math.ceil(b - _INT_TOL)
-        return float(b)
-    return float(bound * plan.e_ref)
+    b = bound * plan.scale
+    if plan.integer_makespan:
+        b = math.ceil(b - _INT_TOL)
+    return float(b)
 
 
 def _gap(value: float, bound: float | None) -> float | None:
@@ -166,149 +256,170 @@ def _gap(value: float, bound: float | None) -> float | None:
     return max(value - bound, 0.0) / max(abs(value), 1e-9)
 
 
-def solve(
-    kind: MulticoreKind,
-    instance: MulticoreInstance,
-    objective: str,
-    options: SolveOptions,
-    formulation: str = "auto",
-    relaxation: bool = False,
-    warm_start: bool = True,
-    symmetry: bool = True,
-    pareto_points: int = 25,
-) -> Result:
-    """Solve one objective (or the Pareto front) of a ``multicore`` instance."""
-    arr = instance.arrays
-    heuristic = best_list_schedule(arr)
-    if objective == "pareto":
-        from .pareto import solve_pareto
+def _measures(arr: MulticoreArrays, sched: Schedule) -> dict[str, float]:
+    """Objective name -> value of a schedule."""
+    mk = sched.makespan
+    return {"makespan": mk, "energy": arr.energy(sched.core, mk)}
 
-        return solve_pareto(
-            kind, instance, options, formulation, heuristic, symmetry, pareto_points
-        )
-    plan = make_plan(arr, objective, formulation, heuristic, symmetry)
-    if relaxation:
-        return _solve_relaxation(kind, instance, objective, options, plan, heuristic)
-    holder: dict[str, Any] = {}
 
-    def build() -> pyo.ConcreteModel:
-        holder["m"] = F.build(arr, plan)
-        return holder["m"]
+# ------------------------------------------------------------------------------- methods
+class Scheduled(BuildMethodBase):
+    """One MILP minimising the makespan or the energy (the plan picks the formulation),
+    warm-started from the list schedule; the reported schedule is the solution's
+    left-shifted schedule."""
 
-    def extract(cm: CompiledModel, raw: RawSolution) -> Extracted:
-        m = holder["m"]
-        sched = schedule_from_solution(m, cm, raw, arr)
-        mk = sched.makespan
-        en = arr.energy(sched.core, mk)
-        value = mk if objective == "makespan" else en
-        bound = _scaled_bound(plan, raw.bound, objective)
+    def __init__(self, objective: str):
+        self.objective = objective
+
+    def build(self, instance: MulticoreInstance, params: MulticoreParams) -> Built:
+        return prepare(instance, params, self.objective)
+
+    def describe(
+        self, instance: MulticoreInstance, params: MulticoreParams, built: Built
+    ) -> dict[str, Any]:
+        return plan_info(built.layout)
+
+    def start(
+        self,
+        instance: MulticoreInstance,
+        params: MulticoreParams,
+        built: Built,
+        compiled: CompiledModel,
+    ) -> np.ndarray | None:
+        if not params.warm_start:
+            return None
+        prep: Prepared = built.layout
+        return F.start_vector(built.model, prep.layout, compiled, prep.arrays, prep.heuristic)
+
+    def options(
+        self,
+        instance: MulticoreInstance,
+        params: MulticoreParams,
+        built: Built,
+        options: SolveOptions,
+    ) -> SolveOptions:
+        plan = built.layout.plan
+        return whole_second_gap(options, plan.t_ref) if plan.integer_makespan else options
+
+    def unscale_bound(self, built: Built, bound: float) -> float:
+        # HiGHS reports a finite bound or none when it stops without a solution
+        b = scaled_bound(built.layout.plan, bound)
+        return bound if b is None else b
+
+    def extract(
+        self,
+        instance: MulticoreInstance,
+        params: MulticoreParams,
+        built: Built,
+        solution: SolveView,
+    ) -> Outcome:
+        prep: Prepared = built.layout
+        arr = prep.arrays
+        sched = schedule_from_solution(built, solution)
+        measures = _measures(arr, sched)
+        value = measures[self.objective]
+        bound = scaled_bound(prep.plan, solution.bound)
         if bound is not None:
             bound = min(bound, value)
         status = None
-        if raw.status == Status.FEASIBLE and bound is not None and value <= bound + _INT_TOL:
+        if solution.status == Status.FEASIBLE and bound is not None and value <= bound + _INT_TOL:
             status = Status.OPTIMAL  # e.g. a whole-number makespan equal to its rounded bound
-        info = {"makespan_s": mk, "energy_j": en}
-        return Extracted(
-            value, tables_of(arr, sched), info, status, None, bound, _gap(value, bound)
-        )
-
-    info = _plan_info(arr, plan, heuristic)
-
-    def start(cm: CompiledModel) -> np.ndarray | None:
-        if not warm_start:
-            return None
-        return F.start_vector(holder["m"], cm, arr, heuristic)
-
-    result, _ = run_model(
-        kind,
-        instance,
-        objective,
-        _options_for(plan, options),
-        build,
-        extract,
-        "auto",
-        info,
-        start,
-    )
-    if result.status == Status.NO_SOLUTION and result.bound is not None:
-        result = replace(result, bound=_scaled_bound(plan, result.bound, objective))
-    return result
+        details = {"makespan_s": measures["makespan"], "energy_j": measures["energy"]}
+        tables = tables_of(arr, sched)
+        if bound is None:  # no usable bound: keep HiGHS's
+            return Outcome(value, tables, details, status)
+        return Outcome(value, tables, details, status, bound=bound, gap=_gap(value, bound))
 
 
-def _plan_info(arr: MulticoreArrays, plan: F.Plan, heuristic: Schedule) -> dict[str, Any]:
-    return {
-        "formulation": plan.formulation,
-        "horizon_s": plan.horizon,
-        "heuristic_makespan_s": heuristic.makespan,
-        "symmetry_classes": len(arr.identical_core_classes()) if plan.symmetry else 0,
-    }
-
-
-def _heuristic_ok(arr: MulticoreArrays, sched: Schedule) -> bool:
+def heuristic_ok(arr: MulticoreArrays, sched: Schedule) -> bool:
+    """Does a schedule meet the deadline and the energy budget?"""
     mk = sched.makespan
     if arr.deadline is not None and mk > arr.deadline * (1 + 1e-9):
         return False
     return not (arr.budget is not None and arr.energy(sched.core, mk) > arr.budget * (1 + 1e-9))
 
 
-def _solve_relaxation(
-    kind: MulticoreKind,
-    instance: MulticoreInstance,
-    objective: str,
-    options: SolveOptions,
-    plan: F.Plan,
-    heuristic: Schedule,
-) -> Result:
-    """LP relaxation as a fast lower bound; the list schedule as the incumbent."""
-    arr = instance.arrays
-    t0 = time.perf_counter()
-    m = F.build(arr, plan)
-    t1 = time.perf_counter()
-    cm = compile_model(m)
-    cm.integrality[:] = 0
-    hm = HighsModel(cm)
-    t2 = time.perf_counter()
-    raw = hm.solve(options)
-    t3 = time.perf_counter()
-    info = _plan_info(arr, plan, heuristic)
-    info["relaxation"] = True
-    bound = _scaled_bound(plan, raw.objective, objective) if raw.status == Status.OPTIMAL else None
-    tables: dict[str, pd.DataFrame] = {}
-    value = None
-    if raw.status in (Status.INFEASIBLE, Status.UNBOUNDED):
-        status, termination = Status.INFEASIBLE, f"LP relaxation: {raw.termination}"
-    elif not _heuristic_ok(arr, heuristic):
-        status = Status.NO_SOLUTION
-        termination = "LP relaxation bound only (the list schedule breaks a deadline or budget)"
-    else:
-        mk = heuristic.makespan
-        en = arr.energy(heuristic.core, mk)
-        value = mk if objective == "makespan" else en
-        tables = tables_of(arr, heuristic)
-        info.update({"makespan_s": mk, "energy_j": en})
+class Relaxation(RunMethodBase):
+    """The LP relaxation of :class:`Scheduled`'s model as a fast lower bound; the list
+    schedule as the incumbent (``optimal`` only when they meet)."""
+
+    def __init__(self, objective: str):
+        self.objective = objective
+        self.mip = Scheduled(objective)
+
+    def build(self, instance: MulticoreInstance, params: MulticoreParams) -> Built:
+        return self.mip.build(instance, params)
+
+    def run(
+        self, session: Session, instance: MulticoreInstance, params: MulticoreParams
+    ) -> Outcome:
+        from ...highs import HighsModel, compile_model
+
+        built = session.build(self, instance, params)
+        prep: Prepared = built.layout
+        arr, heuristic = prep.arrays, prep.heuristic
+        with session.timer("transfer_s"):
+            cm = compile_model(built.model)
+            cm.integrality[:] = 0
+            live = session.adopt(built, HighsModel(cm))
+        lp = live.solve(stage="relaxation")
+        with session.timer("load_s"):
+            return self._outcome(arr, heuristic, prep, lp)
+
+    def _outcome(
+        self, arr: MulticoreArrays, heuristic: Schedule, prep: Prepared, lp: SolveView
+    ) -> Outcome:
+        info = plan_info(prep)
+        info["relaxation"] = True
+        bound = scaled_bound(prep.plan, lp.objective) if lp.status == Status.OPTIMAL else None
+        if lp.status in (Status.INFEASIBLE, Status.UNBOUNDED):
+            return Outcome(
+                None,
+                details=info,
+                status=Status.INFEASIBLE,
+                termination=f"LP relaxation: {lp.termination}",
+                bound=bound,
+                gap=None,
+            )
+        if not heuristic_ok(arr, heuristic):
+            return Outcome(
+                None,
+                details=info,
+                status=Status.NO_SOLUTION,
+                termination="LP relaxation bound only "
+                "(the list schedule breaks a deadline or budget)",
+                bound=bound,
+                gap=None,
+            )
+        measures = _measures(arr, heuristic)
+        value = measures[self.objective]
+        info.update({"makespan_s": measures["makespan"], "energy_j": measures["energy"]})
         if bound is not None:
             bound = min(bound, value)
         proven = bound is not None and value <= bound + _INT_TOL * max(1.0, abs(value))
-        status = Status.OPTIMAL if proven else Status.FEASIBLE
-        termination = "list schedule with LP relaxation bound"
-    result = Result(
-        kind=kind.name,
-        objective=objective,
-        status=status,
-        termination=termination,
-        objective_value=value,
-        bound=bound,
-        gap=_gap(value, bound) if value is not None else None,
-        tables=tables,
-        info=info,
-        timings={
-            "build_s": t1 - t0,
-            "transfer_s": t2 - t1,
-            "solve_s": raw.solve_s,
-            "load_s": time.perf_counter() - t3,
-        },
-        runtime_s=time.perf_counter() - t0,
-    )
-    if status.has_solution:
-        result = replace(result, verification=kind.verify(instance, result))
-    return result
+        return Outcome(
+            value,
+            tables_of(arr, heuristic),
+            info,
+            Status.OPTIMAL if proven else Status.FEASIBLE,
+            "list schedule with LP relaxation bound",
+            bound=bound,
+            gap=_gap(value, bound),
+        )
+
+
+class Refused(RunMethodBase):
+    """A parameter combination that is not offered: ``hetopt export`` still writes
+    ``method``'s model, solving raises a :class:`~hetopt.UsageError`."""
+
+    def __init__(self, method: Method, reason: str):
+        self.method = method
+        self.reason = reason
+
+    def build(self, instance: MulticoreInstance, params: MulticoreParams) -> Built:
+        return self.method.build(instance, params)
+
+    def run(
+        self, session: Session, instance: MulticoreInstance, params: MulticoreParams
+    ) -> Outcome:
+        raise UsageError(self.reason)
