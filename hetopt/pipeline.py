@@ -318,6 +318,7 @@ def solve(
     """Solve a validated ``instance`` of ``kind`` for ``objective`` (already resolved)
     with validated ``params`` (default: the kind's defaults)."""
     params = kind.parse_params({}) if params is None else params
+    instance = kind.instance_for(instance, params)
     method = kind.method_for(objective, instance, params)
 
     def run() -> Result:
@@ -379,6 +380,7 @@ def interrupted_result(result: Result) -> Result:
 def build(kind: Kind, instance: Any, objective: str, params: Any = None) -> Built:
     """The model ``objective`` is solved with (its first stage for multi-solve methods)."""
     params = kind.parse_params({}) if params is None else params
+    instance = kind.instance_for(instance, params)
     return kind.method_for(objective, instance, params).build(instance, params)
 
 

@@ -159,6 +159,12 @@ class Kind:
             raise UsageError(param_message(exc)) from None
 
     # ------------------------------------------------------------------ methods
+    def instance_for(self, instance: Any, params: Any) -> Any:
+        """The instance the solve and its verification use: ``instance`` with what the
+        parameters override applied (e.g. a deadline given as a parameter). Raise
+        :class:`~hetopt.UsageError` naming the parameter for a bad value."""
+        return instance
+
     def method_for(self, objective: str, instance: Any, params: Any) -> Method:
         """The method that solves ``objective`` (a table lookup; kinds whose instance or
         parameters choose among methods override this)."""

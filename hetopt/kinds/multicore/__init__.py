@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...contract import Column, Detail, Method, Table
+from ...errors import InstanceError, UsageError
 from ...result import Result, Verification
 from ..base import Kind, Objective
 from . import verify as V
@@ -132,6 +133,14 @@ class MulticoreKind(Kind):
     methods = {obj: m for (obj, relaxation), m in METHODS.items() if not relaxation}
     tables = (SCHEDULE, CORES, PARETO)
     details = DETAILS
+
+    def instance_for(self, instance: MulticoreInstance, params: Any) -> MulticoreInstance:
+        """The instance under the ``deadline_s`` / ``energy_budget_j`` parameters (they
+        override the instance's own limits, for the solve and for its verification)."""
+        try:
+            return with_limits(instance, params.deadline_s, params.energy_budget_j)
+        except InstanceError as exc:  # a bad value given as a parameter, not in the file
+            raise UsageError(f"parameter {exc.field}: {exc.message}") from None
 
     def method_for(self, objective: str, instance: Any, params: Any) -> Method:
         """``relaxation=True`` picks the LP-relaxation method (refused for pareto)."""

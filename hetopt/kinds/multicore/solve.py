@@ -25,7 +25,7 @@ from ...errors import UsageError
 from ...options import SolveOptions
 from ...status import Status
 from . import formulations as F
-from .data import MulticoreArrays, MulticoreInstance, with_limits
+from .data import MulticoreArrays, MulticoreInstance
 from .heuristics import Schedule, best_list_schedule, left_shift
 
 if TYPE_CHECKING:
@@ -155,9 +155,9 @@ class Prepared:
 
 
 def prepare(instance: MulticoreInstance, params: MulticoreParams, objective: str) -> Built:
-    """Apply the parameters' limits, list-schedule, plan and build the model."""
-    inst = with_limits(instance, params.deadline_s, params.energy_budget_j)
-    arr = inst.arrays
+    """List-schedule, plan and build the model (the instance carries the parameters'
+    limits already: :meth:`MulticoreKind.instance_for`)."""
+    arr = instance.arrays
     heuristic = best_list_schedule(arr)
     plan = make_plan(arr, objective, params.formulation, heuristic, params.symmetry)
     built = F.build(arr, plan)
