@@ -319,6 +319,7 @@ def solve(
     with validated ``params`` (default: the kind's defaults)."""
     params = kind.parse_params({}) if params is None else params
     instance = kind.instance_for(instance, params)
+    kind.check(instance, objective, params)
     method = kind.method_for(objective, instance, params)
 
     def run() -> Result:

@@ -165,6 +165,13 @@ class Kind:
         :class:`~hetopt.UsageError` naming the parameter for a bad value."""
         return instance
 
+    def check(self, instance: Any, objective: str, params: Any) -> None:
+        """Raise :class:`~hetopt.InstanceError` (naming the field) when ``instance`` lacks
+        what ``objective`` needs (e.g. ``steps_remaining`` for a makespan).
+
+        Called by every solve and by ``hetopt validate``, so the two always agree.
+        """
+
     def method_for(self, objective: str, instance: Any, params: Any) -> Method:
         """The method that solves ``objective`` (a table lookup; kinds whose instance or
         parameters choose among methods override this)."""
