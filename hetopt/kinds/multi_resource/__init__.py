@@ -28,6 +28,7 @@ from . import formulations as F
 from . import heuristic as H
 from . import verify as V
 from .data import Job, MultiResourceInstance, Profile, Server
+from .decompose import DECOMPOSER
 
 __all__ = ["KIND", "Job", "MultiResourceInstance", "MultiResourceKind", "Profile", "Server"]
 
@@ -50,6 +51,7 @@ class MultiResourceKind(Kind):
         ),
     )
     instance_model = MultiResourceInstance
+    decomposer = DECOMPOSER
     params = {
         "fragmentation": "minimise servers in use as a lexicographic second objective "
         "(default true)",
