@@ -18,8 +18,8 @@ from registry import REGISTRY, BenchSpec, record, register
 
 import hetopt
 from hetopt import SolveOptions, Status
+from hetopt.kinds.gpu_cluster.simulate import generate_trace, load_trace, simulate
 from hetopt.kinds.human_robot.generate import generate as hr_generate
-from hetopt.rolling import generate_trace, load_trace, simulate
 from hetopt.rolling.milp import rolling_gap, rolling_schedule, with_release_times
 
 TRACE = "instances/gpu_cluster/traces/max_min_fairness.trace"

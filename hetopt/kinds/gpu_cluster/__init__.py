@@ -187,8 +187,8 @@ BY_VARIANT: dict[tuple[str, str], Method] = {
     ("finish_time_fairness", TIME_SHARING): P.FinishTimeFairness(),
     ("max_total_throughput", TIME_SHARING): P.MaxTotalThroughput(),
     ("min_cost", TIME_SHARING): P.MinCost(),
-    ("max_min_fairness", SPACE_SHARING): LP.SpaceSharing("max_min_fairness"),
-    ("makespan", SPACE_SHARING): LP.SpaceSharing("makespan"),
+    ("max_min_fairness", SPACE_SHARING): LP.MaxMinSpaceSharing(),
+    ("makespan", SPACE_SHARING): LP.MakespanSpaceSharing(),
 }
 """(objective, variant) -> method; the variant is ``space_sharing`` when the instance has
 a ``colocation`` list."""

@@ -45,20 +45,36 @@ def allocation_throughputs(inst: GpuClusterInstance, agnostic: bool) -> np.ndarr
 
 
 class OneLP(BuildMethodBase):
-    """``max_min_fairness`` or ``makespan`` as one LP: build, solve, extract.
+    """One LP (``max_min_fairness`` or ``makespan``): build, solve, extract.
 
-    Subclasses choose the model (:meth:`model`); the objective decides how ``z`` is read
-    back (``z / kappa`` or ``t_ref / z``). ``info`` reports the LP algorithm used.
+    Two choices make a method: the model (:meth:`model` and :meth:`tables`: time sharing
+    only, or with space sharing) and the objective (:meth:`read`: ``z / kappa`` of the
+    max-min LP or ``t_ref / z`` of the makespan LP, mixed in by :class:`MaxMinRead` or
+    :class:`MakespanRead`). ``info`` reports the LP algorithm used.
     """
 
     lp_method = DEFAULT_LP_METHOD
-    objective = "max_min_fairness"
+    needs_steps = False
 
     def model(self, inst: GpuClusterInstance, thr: np.ndarray | None, agnostic: bool) -> Built:
         raise NotImplementedError  # pragma: no cover - abstract
 
+    def read(
+        self,
+        arr: Any,
+        jobs: pd.DataFrame,
+        thr_eff: np.ndarray,
+        z: float,
+        scale: float,
+        exact: bool,
+        info: dict[str, Any],
+    ) -> tuple[float | None, Status | None, str | None]:
+        """The objective value (and a status override) from ``z``; adds the per-job
+        column to ``jobs`` and the LP's own value to ``info`` when ``z`` is not it."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
     def build(self, instance: GpuClusterInstance, params: GpuClusterParams) -> Built:
-        if self.objective == "makespan":
+        if self.needs_steps:
             require_steps(instance)
         thr = allocation_throughputs(instance, params.agnostic)
         return self.model(instance, thr, params.agnostic)
@@ -83,44 +99,22 @@ class OneLP(BuildMethodBase):
         built: Built,
         solution: SolveView,
     ) -> Outcome:
-        arr = instance.arrays
-        m, layout = built.model, built.layout
-        z = solution.value(m.z)
+        z = solution.value(built.model.z)
         allocation, jobs, thr_eff, info = self.tables(instance, built, solution)
         agnostic = params.agnostic
-        status = termination = None
-        value: float | None
-        if self.objective == "max_min_fairness":
-            p = arr.proportional_throughput()
-            jobs["normalized_throughput"] = arr.scale * thr_eff / (arr.weight * p)
-            if agnostic or solution.status != Status.OPTIMAL:
-                # the true value of the allocation returned (an interrupted LP's z is only
-                # a lower estimate of it)
-                value = float(jobs["normalized_throughput"].min())
-                key = "agnostic_lp_value" if agnostic else "lp_value"
-                info[key] = z / layout.scale
-            else:
-                value = z / layout.scale
-        else:
-            t_ref = layout.scale
-            with np.errstate(divide="ignore"):
-                jobs["finish_s"] = np.where(
-                    thr_eff > 0, arr.steps / np.where(thr_eff > 0, thr_eff, 1), np.inf
-                )
-            if z <= 1e-9:
-                status, termination = Status.INFEASIBLE, "some job can make no progress"
-                value = None
-            elif agnostic or solution.status != Status.OPTIMAL:
-                value = float(jobs["finish_s"].max())
-                info["agnostic_lp_value" if agnostic else "lp_value"] = t_ref / z
-            else:
-                value = t_ref / z
+        optimal = solution.status == Status.OPTIMAL
+        exact = optimal and not agnostic
+        value, status, termination = self.read(
+            instance.arrays, jobs, thr_eff, z, built.layout.scale, exact, info
+        )
+        if not exact and agnostic and "lp_value" in info:
+            info["agnostic_lp_value"] = info.pop("lp_value")
         tables = {"allocation": allocation, "jobs": jobs}
         out = Outcome(value, tables, info, status, termination)
         if agnostic:
             # bound and gap refer to the agnostic LP, not to the true objective reported
             out.bound, out.gap = None, None
-        elif value is not None and solution.status == Status.OPTIMAL:
+        elif value is not None and optimal:
             out.bound, out.gap = value, 0.0  # an LP solved to optimality
         else:
             out.bound, out.gap = UNSET, UNSET  # HiGHS's
@@ -145,6 +139,60 @@ class OneLP(BuildMethodBase):
         return allocation, jobs, thr_eff, {}
 
 
+class MaxMinRead:
+    """Max-min fairness: the value is ``z / kappa``, every job's normalised throughput
+    goes to ``jobs``."""
+
+    needs_steps = False
+
+    def read(
+        self,
+        arr: Any,
+        jobs: pd.DataFrame,
+        thr_eff: np.ndarray,
+        z: float,
+        scale: float,
+        exact: bool,
+        info: dict[str, Any],
+    ) -> tuple[float | None, Status | None, str | None]:
+        p = arr.proportional_throughput()
+        jobs["normalized_throughput"] = arr.scale * thr_eff / (arr.weight * p)
+        if exact:
+            return z / scale, None, None
+        # the true value of the allocation returned (an interrupted LP's z is only a lower
+        # estimate of it; the agnostic LP's z is its own objective)
+        info["lp_value"] = z / scale
+        return float(jobs["normalized_throughput"].min()), None, None
+
+
+class MakespanRead:
+    """Makespan: the value is ``t_ref / z`` seconds, every job's finish time goes to
+    ``jobs``; ``z = 0`` means some job cannot progress (infeasible)."""
+
+    needs_steps = True
+
+    def read(
+        self,
+        arr: Any,
+        jobs: pd.DataFrame,
+        thr_eff: np.ndarray,
+        z: float,
+        scale: float,
+        exact: bool,
+        info: dict[str, Any],
+    ) -> tuple[float | None, Status | None, str | None]:
+        with np.errstate(divide="ignore"):
+            jobs["finish_s"] = np.where(
+                thr_eff > 0, arr.steps / np.where(thr_eff > 0, thr_eff, 1), np.inf
+            )
+        if z <= 1e-9:
+            return None, Status.INFEASIBLE, "some job can make no progress"
+        if exact:
+            return scale / z, None, None
+        info["lp_value"] = scale / z
+        return float(jobs["finish_s"].max()), None, None
+
+
 def allocation_table(arr: Any, pairs: F.Pairs, x: np.ndarray) -> pd.DataFrame:
     """``job, worker_type, fraction`` for every (job, type) pair with positive throughput."""
     return pd.DataFrame(
@@ -156,19 +204,15 @@ def allocation_table(arr: Any, pairs: F.Pairs, x: np.ndarray) -> pd.DataFrame:
     )
 
 
-class MaxMinFairness(OneLP):
+class MaxMinFairness(MaxMinRead, OneLP):
     """Gavel's heterogeneity-aware max-min fairness LP (time sharing)."""
-
-    objective = "max_min_fairness"
 
     def model(self, inst: GpuClusterInstance, thr: np.ndarray | None, agnostic: bool) -> Built:
         return F.build_max_min_fairness(inst.arrays, thr)
 
 
-class Makespan(OneLP):
+class Makespan(MakespanRead, OneLP):
     """The exact minimum-makespan LP (time sharing)."""
-
-    objective = "makespan"
 
     def model(self, inst: GpuClusterInstance, thr: np.ndarray | None, agnostic: bool) -> Built:
         # agnostic: all types equal; steps are read as seconds of work at throughput 1
@@ -176,11 +220,10 @@ class Makespan(OneLP):
 
 
 class SpaceSharing(OneLP):
-    """``max_min_fairness`` or ``makespan`` with space sharing (pair columns per symmetry
-    group; see ``models/gpu_cluster_space_sharing.md``)."""
+    """One LP with space sharing: pair columns per symmetry group (see
+    ``models/gpu_cluster_space_sharing.md``)."""
 
-    def __init__(self, objective: str):
-        self.objective = objective
+    objective = "max_min_fairness"
 
     def model(self, inst: GpuClusterInstance, thr: np.ndarray | None, agnostic: bool) -> Built:
         from .colocation import build_colocation_model
@@ -220,3 +263,15 @@ class SpaceSharing(OneLP):
             "symmetry_groups": len(lay.reps),
         }
         return allocation, jobs, thr_eff, info
+
+
+class MaxMinSpaceSharing(MaxMinRead, SpaceSharing):
+    """Max-min fairness with space sharing."""
+
+    objective = "max_min_fairness"
+
+
+class MakespanSpaceSharing(MakespanRead, SpaceSharing):
+    """Makespan with space sharing."""
+
+    objective = "makespan"
