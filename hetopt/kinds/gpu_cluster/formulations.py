@@ -2,8 +2,9 @@
 
 Every builder is a pure function of :class:`ClusterArrays`: it returns the Pyomo model
 with its typed layout (:class:`~hetopt.contract.Built`) and never solves. The max-min
-and makespan LPs are built by the kind's one max-min LP builder (:mod:`.maxmin`). Variables exist only for (job, type) pairs with positive throughput, so
-the model grows with the pairs a job can use, not with jobs x types. Row blocks are
+and makespan LPs are built by the kind's one max-min LP builder (:mod:`.maxmin`).
+Variables exist only for (job, type) pairs with positive throughput, so the model grows
+with the pairs a job can use, not with jobs x types. Row blocks are
 :class:`~hetopt.pyomo_ext.LinearRows` (vectorised Pyomo constraints): building 20,000
 jobs takes a few numpy operations plus the Pyomo variables.
 """
