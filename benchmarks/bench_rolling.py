@@ -18,9 +18,10 @@ from registry import REGISTRY, BenchSpec, record, register
 
 import hetopt
 from hetopt import SolveOptions, Status
+from hetopt.kinds.gpu_cluster.simulate import generate_trace, load_trace, simulate
 from hetopt.kinds.human_robot.generate import generate as hr_generate
 from hetopt.kinds.human_robot.rolling import with_release_times
-from hetopt.rolling import generate_trace, load_trace, rolling_gap, rolling_schedule, simulate
+from hetopt.rolling import rolling_gap, rolling_schedule
 
 TRACE = "instances/gpu_cluster/traces/max_min_fairness.trace"
 PHYSICAL = {"v100": 8, "p100": 16, "k80": 24}

@@ -67,7 +67,7 @@ def run_all(executor: SubmitExecutor, fn: Callable[[T], Any], items: Iterable[T]
 def _warm(_: int) -> int:
     import os
 
-    from .decompose import maxmin  # noqa: F401  (pays Pyomo's and highspy's import)
+    from . import highs, pyomo_ext  # noqa: F401  (pays Pyomo's and highspy's import)
 
     return os.getpid()
 

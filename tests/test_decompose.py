@@ -11,21 +11,19 @@ from hypothesis import strategies as st
 
 import hetopt
 from hetopt import SolveOptions, Status, UsageError
-from hetopt.decompose import (
-    components,
+from hetopt.decompose import components, solve_components, solve_decomposed
+from hetopt.executors import SerialExecutor, executor_for
+from hetopt.kinds.gpu_cluster import GpuClusterInstance, generate
+from hetopt.kinds.gpu_cluster import verify as V
+from hetopt.kinds.gpu_cluster.decompose import (
     components_networkx,
     largest_remainder,
     pop_partition,
     repair_max_min,
-    solve_components,
-    solve_decomposed,
     solve_partitioned,
     stratified_partition,
 )
-from hetopt.decompose.maxmin import MaxMinProblem, PersistentMaxMin, solve_max_min
-from hetopt.executors import SerialExecutor, executor_for
-from hetopt.kinds.gpu_cluster import GpuClusterInstance, generate
-from hetopt.kinds.gpu_cluster import verify as V
+from hetopt.kinds.gpu_cluster.maxmin import MaxMinProblem, PersistentMaxMin, solve_max_min
 
 OPTS = SolveOptions(threads=1)
 

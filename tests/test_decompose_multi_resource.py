@@ -7,8 +7,8 @@ import pytest
 import hetopt
 from hetopt import SolveOptions, Status, UsageError
 from hetopt.decompose import solve_decomposed
-from hetopt.decompose.multi_resource import split
 from hetopt.kinds.multi_resource import MultiResourceInstance
+from hetopt.kinds.multi_resource.decompose import split
 from hetopt.kinds.multi_resource.generate import generate
 
 OPTS = SolveOptions(threads=1, time_limit_s=60)

@@ -404,7 +404,7 @@ def test_cli_plot_results_of_every_kind(path, kw, expected, tmp_path, instances_
 
 def test_cli_plot_trace_replay_output(tmp_path):
     """'hetopt simulate --json' output (a real trace replay) plots as a JCT CDF."""
-    rolling = pytest.importorskip("hetopt.rolling")
+    rolling = pytest.importorskip("hetopt.kinds.gpu_cluster.simulate")
     workers = {"k80": 2, "p100": 2, "v100": 2}
     trace = rolling.generate_trace(8, workers, arrival_rate=10, seed=0)
     sim = rolling.simulate(trace, workers, options=hetopt.SolveOptions(threads=1))

@@ -1,4 +1,4 @@
-"""hetopt.rounds: allocation -> per-round placements (Gavel's round-based mechanism)."""
+"""hetopt.kinds.gpu_cluster.rounds: allocation -> per-round placements (Gavel's round-based mechanism)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import hetopt
 from hetopt.errors import InstanceError
 from hetopt.kinds.gpu_cluster import generate
-from hetopt.rounds import RoundScheduler
+from hetopt.kinds.gpu_cluster.rounds import RoundScheduler
 
 
 def max_error(rs: RoundScheduler) -> float:

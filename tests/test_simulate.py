@@ -1,4 +1,4 @@
-"""Trace replay (``hetopt.rolling.simulate`` and ``hetopt simulate``)."""
+"""Trace replay (``hetopt.kinds.gpu_cluster.simulate`` and ``hetopt simulate``)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,20 @@ from click.testing import CliRunner
 from hetopt import InstanceError, UsageError
 from hetopt.cli import main
 from hetopt.kinds.gpu_cluster.gavel import parse_table
-from hetopt.rolling import SUMMARY_KEYS, generate_trace, load_trace, plot_jct_cdf, simulate
+from hetopt.kinds.gpu_cluster.simulate import (
+    SUMMARY_KEYS,
+    generate_trace,
+    load_trace,
+    plot_jct_cdf,
+    simulate,
+)
 
 matplotlib.use("Agg")
 
-HAS_ROUNDS = importlib.util.find_spec("hetopt.rounds") is not None
-needs_rounds = pytest.mark.skipif(not HAS_ROUNDS, reason="hetopt.rounds (issue 3) not present")
+HAS_ROUNDS = importlib.util.find_spec("hetopt.kinds.gpu_cluster.rounds") is not None
+needs_rounds = pytest.mark.skipif(
+    not HAS_ROUNDS, reason="hetopt.kinds.gpu_cluster.rounds (issue 3) not present"
+)
 PROGRESS = ["fluid", *(["rounds"] if HAS_ROUNDS else [])]
 
 TRACE = "instances/gpu_cluster/traces/max_min_fairness.trace"

@@ -66,7 +66,7 @@ REGISTRY: dict[str, KindEntry] = {
         "hetopt.kinds.gpu_cluster",
         generate="hetopt.kinds.gpu_cluster.cli:generate_cmd",
         convert={"gavel-trace": "hetopt.kinds.gpu_cluster.cli:convert_trace_cmd"},
-        commands={"simulate": "hetopt.rolling.cli:simulate_cmd"},
+        commands={"simulate": "hetopt.kinds.gpu_cluster.cli:simulate_cmd"},
     ),
     "multicore": KindEntry(
         "hetopt.kinds.multicore",

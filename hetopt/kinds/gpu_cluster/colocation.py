@@ -19,11 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import pyomo.environ as pyo
 
-from ...pyomo_ext import LinearRows
+from ...contract import Built
+from . import maxmin as M
 from .data import ClusterArrays, GpuClusterInstance
 from .formulations import INF, Pairs, contention, makespan_reference
+from .maxmin import MaxMinLayout, Rows, TimeColumns
 
 Class = tuple[str, int]
 
@@ -179,13 +180,37 @@ def symmetry_groups(
     return group_of.ravel().astype(np.int64), reps.astype(np.int64), mult.astype(float)
 
 
+@dataclass(frozen=True)
+class ColocationLayout:
+    """What the space-sharing model's extractor needs."""
+
+    lp: MaxMinLayout
+    """The ``alloc`` columns (one per usable (group, type)) and the objective's scale."""
+    co: ColocationData
+    group_of: np.ndarray
+    reps: np.ndarray
+    mult: np.ndarray
+    """:func:`symmetry_groups`: each job's group, one representative per group, its size."""
+    group_cols: PairColumns
+    """The ``pair`` columns (one per group, partner class and type)."""
+
+    @property
+    def pairs(self) -> Pairs:
+        return self.lp.pairs
+
+    @property
+    def scale(self) -> float:
+        return self.lp.scale
+
+
 def build_colocation_model(
     inst: GpuClusterInstance,
     objective: str,
     thr: np.ndarray | None = None,
     agnostic: bool = False,
-) -> pyo.ConcreteModel:
-    """``max_min_fairness`` or ``makespan`` with space sharing (see the module docstring).
+) -> Built:
+    """``max_min_fairness`` or ``makespan`` with space sharing (see the module docstring),
+    built by the kind's one max-min LP builder (:func:`.maxmin.build`).
 
     The model's rows are :func:`symmetry_groups` of interchangeable jobs (``mult[g]``
     jobs each). Columns: ``alloc`` (solo, one per usable (group, type)), ``pair`` (one per
@@ -205,56 +230,28 @@ def build_colocation_model(
     n, K, Q = len(reps), len(pairs), len(pc)
     self_rel = [r for r, rel in enumerate(co.relations) if rel.a == rel.b]
     S = len(self_rel)
-    m = pyo.ConcreteModel(name="gpu_cluster_space_sharing")
-    m.GROUPS = pyo.RangeSet(0, n - 1)
-    m.TYPES = pyo.Set(initialize=arr.types, ordered=True)
-    m.PAIRS = pyo.RangeSet(0, K - 1)
-    m.PAIR_COLS = pyo.RangeSet(0, Q - 1)
-    m.SELF = pyo.RangeSet(0, S - 1)
-    m.alloc = pyo.Var(m.PAIRS, bounds=(0.0, 1.0))
-    m.pair = pyo.Var(m.PAIR_COLS, bounds=(0.0, 1.0))
-    m.self_total = pyo.Var(m.SELF, bounds=(0.0, None))
-    m.z = pyo.Var(bounds=(0.0, None))
-    alloc = list(m.alloc.values())
-    fits = ga.allowed[pairs.job, pairs.type]
-    for k in np.nonzero(~fits)[0]:
-        alloc[k].setub(0.0)
-    xs = [*alloc, *m.pair.values(), *m.self_total.values(), m.z]
-    P0, S0, Z = K, K + Q, K + Q + S
-    m._pairs = pairs
-    m._alloc_list = alloc
-    m._colocation = co
-    m._groups = (group_of, reps, mult)
-    m._group_cols = pc
-    ak = np.arange(K)
+    P0, S0 = K, K + Q
     pk = P0 + np.arange(Q)
     gm_solo = mult[pairs.job]
     gm_pair = mult[pc.job]
 
-    # c_time[g]: sum_t alloc[g,t] + sum_{b,w} pair[g,b,w] <= 1   (each job of the group)
-    m.c_time = LinearRows.from_coo(
-        np.concatenate([pairs.job, pc.job]),
-        np.concatenate([ak, pk]),
-        np.ones(K + Q),
-        n,
-        np.full(n, -INF),
-        np.ones(n),
-        xs,
-    )
     # c_capacity[w]: solo GPUs + scale * (pair time counted once per job pair) <= workers[w]
-    T = len(arr.types)
     own = gclass[pc.job]
     pair_cap = gm_pair * ga.scale[pc.job] * np.where(pc.partner == own, 0.5, 1.0)
     first = own <= pc.partner
-    m.c_capacity = LinearRows.from_coo(
-        np.concatenate([pairs.type, pc.type[first]]),
-        np.concatenate([ak, pk[first]]),
-        np.concatenate([gm_solo * ga.scale[pairs.job], pair_cap[first]]),
-        T,
-        np.full(T, -INF),
-        arr.workers.astype(float),
-        xs,
+    solo = TimeColumns(
+        "alloc",
+        "PAIRS",
+        pairs.job,
+        pairs.type,
+        gthr[pairs.job, pairs.type],
+        gm_solo * ga.scale[pairs.job],
+        ga.allowed[pairs.job, pairs.type],
     )
+    shared = TimeColumns(
+        "pair", "PAIR_COLS", pc.job, pc.type, pc.thr, np.where(first, pair_cap, 0.0)
+    )
+
     # c_link[(a,b,w)], a < b: sum_{i in a} pair[i,b,w] - sum_{j in b} pair[j,a,w] = 0
     rel_key = {(r.a, r.b, r.w): k for k, r in enumerate(co.relations)}
     link_of = np.full(len(co.relations), -1)
@@ -266,14 +263,14 @@ def build_colocation_model(
             link_of[rel_key[(r.b, r.a, r.w)]], sign[rel_key[(r.b, r.a, r.w)]] = L, -1.0
             L += 1
     sel = link_of[pc.rel] >= 0 if Q else np.zeros(0, dtype=bool)
-    m.c_link = LinearRows.from_coo(
+    link = Rows(
+        "c_link",
         link_of[pc.rel][sel],
         pk[sel],
         (sign[pc.rel] * gm_pair)[sel],
         L,
         np.zeros(L),
         np.zeros(L),
-        xs,
     )
     # c_self_total[(a,w)]: sum_{i in a} pair[i,a,w] - self_total[a,w] = 0
     # c_self[q]: 2 pair[i,a,w] - self_total[a,w] <= 0  (nobody shares more than the rest)
@@ -281,59 +278,66 @@ def build_colocation_model(
     self_pos[self_rel] = np.arange(S)
     sp = self_pos[pc.rel] if Q else np.zeros(0, dtype=np.int64)
     qs = np.nonzero(sp >= 0)[0]
-    m.c_self_total = LinearRows.from_coo(
+    self_total = Rows(
+        "c_self_total",
         np.concatenate([sp[qs], np.arange(S)]),
         np.concatenate([pk[qs], S0 + np.arange(S)]),
         np.concatenate([gm_pair[qs], -np.ones(S)]),
         S,
         np.zeros(S),
         np.zeros(S),
-        xs,
     )
     R = len(qs)
-    m.c_self = LinearRows.from_coo(
+    self_rows = Rows(
+        "c_self",
         np.concatenate([np.arange(R), np.arange(R)]),
         np.concatenate([pk[qs], S0 + sp[qs]]),
         np.concatenate([np.full(R, 2.0), -np.ones(R)]),
         R,
         np.full(R, -INF),
         np.zeros(R),
-        xs,
     )
-    # per-group progress rows
+    # per-group progress rows (kappa of the whole cluster, folded into row_scale)
     if objective == "max_min_fairness":
         kappa = contention(arr)
         p = ga.proportional_throughput(gthr)
-        scale = kappa * ga.scale / (ga.weight * p)
-        m.kappa = pyo.Param(initialize=kappa, mutable=False)
-        name = "c_fair"
+        row_scale = kappa * ga.scale / (ga.weight * p)
+        scale, scale_name, value_rows = kappa, "kappa", "c_fair"
     else:
         t_ref = makespan_reference(arr, thr)
-        scale = t_ref / ga.steps
-        m.t_ref = pyo.Param(initialize=t_ref, mutable=False)
-        name = "c_progress"
-    rows = np.concatenate([pairs.job, pc.job, np.arange(n)])
-    cols = np.concatenate([ak, pk, np.full(n, Z)])
-    vals = np.concatenate(
-        [gthr[pairs.job, pairs.type] * scale[pairs.job], pc.thr * scale[pc.job], -np.ones(n)]
+        row_scale = t_ref / ga.steps
+        scale, scale_name, value_rows = t_ref, "t_ref", "c_progress"
+    built = M.build(
+        M.MaxMinLP(
+            name="gpu_cluster_space_sharing",
+            row_set="GROUPS",
+            num_rows=n,
+            types=arr.types,
+            columns=(solo, shared),
+            capacity=arr.workers.astype(float),
+            row_scale=row_scale,
+            scale=scale,
+            scale_name=scale_name,
+            value_rows=value_rows,
+            free=(M.FreeColumns("self_total", "SELF", S),),
+            extra_rows=(link, self_total, self_rows),
+        )
     )
-    setattr(m, name, LinearRows.from_coo(rows, cols, vals, n, np.zeros(n), np.full(n, INF), xs))
-    m.obj = pyo.Objective(expr=m.z, sense=pyo.maximize)
-    return m
+    return Built(built.model, ColocationLayout(built.layout, co, group_of, reps, mult, pc))
 
 
 def expand_solution(
-    arr: ClusterArrays, m: pyo.ConcreteModel, x_solo: np.ndarray, x_pair: np.ndarray
+    arr: ClusterArrays, layout: ColocationLayout, x_solo: np.ndarray, x_pair: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-job solo matrix ``X`` and per-job pair values (columns of ``co.cols``) from the
     group model's values: every job of a group gets the group's values."""
-    group_of, _reps, _mult = m._groups
-    co: ColocationData = m._colocation
-    gp: Pairs = m._pairs
+    group_of, _reps = layout.group_of, layout.reps
+    co = layout.co
+    gp = layout.pairs
     Xg = np.zeros((len(_reps), len(arr.types)))
     Xg[gp.job, gp.type] = np.clip(np.where(np.abs(x_solo) < 1e-10, 0.0, x_solo), 0.0, None)
     X = Xg[group_of]
-    gc: PairColumns = m._group_cols
+    gc = layout.group_cols
     B, T = max(len(co.classes), 1), len(arr.types)
     gkey = (gc.job * B + gc.partner) * T + gc.type
     jc = co.cols

@@ -1,38 +1,39 @@
-"""Solve loops of the multi-LP ``gpu_cluster`` policies.
+"""The multi-LP ``gpu_cluster`` policies, as :class:`~hetopt.contract.RunMethod` s.
 
 Water-filling (leximin max-min fairness), finish-time fairness (bisection on the
 ratio), total throughput and throughput per dollar with SLOs. Every policy builds its
-Pyomo model once (``policy_models.py`` / ``formulations.py``), compiles it into one
-persistent :class:`~hetopt.highs.HighsModel` and changes bounds / coefficients between
-LP solves. See ``models/gpu_cluster_*.md`` for the mathematics.
+Pyomo model once (``policy_models.py`` / ``formulations.py``), opens it as one live
+HiGHS model on the :class:`~hetopt.pipeline.Session` and changes bounds / coefficients
+between LP solves; the pipeline builds and verifies the result. ``build`` is the model
+``hetopt export`` writes (the first LP). See ``models/gpu_cluster_*.md`` for the
+mathematics.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import pyomo.environ as pyo
 
+from ...contract import Built, Outcome, RunMethodBase
 from ...errors import InstanceError
-from ...highs import CompiledModel, HighsModel, RawSolution, compile_model
+from ...highs import RawSolution
 from ...options import SolveOptions
-from ...result import Result
 from ...status import Status
-from ..base import verified
 from . import formulations as F
 from . import policy_models as PM
 from . import verify as V
 from .data import ClusterArrays, GpuClusterInstance
+from .methods import require_steps
 
 if TYPE_CHECKING:
-    from ..base import Kind
+    from ...pipeline import LiveModel, Session
+    from . import GpuClusterParams
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +55,7 @@ FTF_TOL = 1e-6
 
 def allocation_throughputs(arr: ClusterArrays, agnostic: bool) -> np.ndarray:
     """The throughputs used to allocate (true ones, or the agnostic view)."""
-    if agnostic:
-        from . import agnostic_throughputs
-
-        return agnostic_throughputs(arr)
-    return arr.thr
+    return F.agnostic_throughputs(arr) if agnostic else arr.thr
 
 
 def entity_weights(inst: GpuClusterInstance) -> np.ndarray:
@@ -113,71 +110,27 @@ def _tables(
     return {"allocation": allocation, "jobs": jobs}
 
 
-def _assemble(
-    kind: Kind,
-    inst: GpuClusterInstance,
-    objective: str,
-    status: Status,
-    termination: str,
-    value: float | None,
-    bound: float | None,
-    gap: float | None,
-    tables: dict[str, pd.DataFrame],
-    info: dict[str, Any],
-    timings: dict[str, float],
-    t_start: float,
-) -> Result:
-    if not status.has_solution:
-        value, bound, gap, tables = None, None, None, {}
-    res = Result(
-        kind=kind.name,
-        objective=objective,
-        status=status,
-        termination=termination,
-        objective_value=value,
-        bound=bound,
-        gap=gap,
-        tables=tables,
-        info=info,
-    )
-    res = verified(kind, inst, res)
-    t_end = time.perf_counter()
-    timings = dict(timings)
-    timings["load_s"] = timings.get("load_s", 0.0) + max(
-        0.0, t_end - t_start - sum(timings.values())
-    )
-    return replace(res, timings=timings, runtime_s=t_end - t_start)
+def _no_solution(status: Status, termination: str, info: dict[str, Any]) -> Outcome:
+    return Outcome(None, {}, info, status, termination, None, None)
 
 
-def _compile(build: Any) -> tuple[pyo.ConcreteModel, CompiledModel, HighsModel, dict[str, float]]:
-    t0 = time.perf_counter()
-    m = build()
-    t1 = time.perf_counter()
-    cm = compile_model(m)
-    hm = HighsModel(cm)
-    t2 = time.perf_counter()
-    return m, cm, hm, {"build_s": t1 - t0, "transfer_s": t2 - t1, "solve_s": 0.0}
-
-
-def _remaining(options: SolveOptions, t_start: float) -> SolveOptions:
-    if options.time_limit_s is None:
-        return options
-    left = max(1e-3, options.time_limit_s - (time.perf_counter() - t_start))
-    return replace(options, time_limit_s=left)
+def _open(session: Session, build: Any) -> LiveModel:
+    """Build (timed as ``build_s``) and open one live HiGHS model."""
+    with session.timer("build_s"):
+        built = build()
+    return session.open(built)
 
 
 def _ipm_no_crossover(options: SolveOptions) -> SolveOptions:
     hopts = {"run_crossover": "off", **dict(options.highs_options)}
     method = options.lp_method if options.lp_method != "auto" else "ipm"
-    return replace(options, lp_method=method, highs_options=hopts)
+    return options.replace(lp_method=method, highs_options=hopts)
 
 
 # --------------------------------------------------------------------- water-filling
 
 
-def solve_water_filling(
-    kind: Kind, inst: GpuClusterInstance, options: SolveOptions, agnostic: bool = False
-) -> Result:
+class WaterFilling(RunMethodBase):
     """Leximin (hierarchical) max-min fairness over Gavel's normalised values.
 
     Level ``k`` maximises the smallest value ``z`` of the jobs not yet frozen (frozen
@@ -189,9 +142,21 @@ def solve_water_filling(
     certificate is checked with one more LP (maximise the candidates' total value with
     every free job kept at ``>= z``): if the total equals ``|C| * z`` none can move,
     otherwise those that moved are released. Each level freezes at least one job, so
-    the loop ends after at most ``N`` levels; no MILP, no big-M.
+    the loop ends after at most ``N`` levels; no MILP, no big-M. ``build`` is the first
+    level's LP over every job (the solve groups identical jobs).
     """
-    t_start = time.perf_counter()
+
+    def build(self, instance: GpuClusterInstance, params: GpuClusterParams) -> Built:
+        arr = instance.arrays
+        thr = allocation_throughputs(arr, params.agnostic)
+        return F.build_max_min_fairness(arr, thr, entity_weights(instance))
+
+    def run(self, session: Session, inst: GpuClusterInstance, params: GpuClusterParams) -> Outcome:
+        return _water_filling(session, inst, params.agnostic)
+
+
+def _water_filling(session: Session, inst: GpuClusterInstance, agnostic: bool) -> Outcome:
+    options = session.options
     full = inst.arrays
     thr_full = allocation_throughputs(full, agnostic)
     w_full = entity_weights(inst)
@@ -204,11 +169,12 @@ def solve_water_filling(
     group_of = group_of.ravel()
     arr = full.subset(reps)
     thr, w, mult = thr_full[reps], w_full[reps], mult.astype(float)
-    m, cm, hm, timings = _compile(lambda: F.build_max_min_fairness(arr, thr, w, mult))
+    live = _open(session, lambda: F.build_max_min_fairness(arr, thr, w, mult))
+    m, cm, hm = live.model, live.compiled, live.highs_model
     n = arr.num_jobs
-    pairs: F.Pairs = m._pairs
+    pairs: F.Pairs = live.layout.pairs
     K = len(pairs)
-    kappa = float(pyo.value(m.kappa))
+    kappa = live.layout.scale
     acols = cm.columns_of(m.alloc, range(K))
     zcol = cm.column(m.z)
     frows = np.fromiter((cm.row_index[id(r)][0] for r in m.c_fair.values()), dtype=np.int64)
@@ -227,7 +193,6 @@ def solve_water_filling(
     dual_certified = 0
     x_best: np.ndarray | None = None
     status, termination = Status.OPTIMAL, "Optimal"
-    solve_s = 0.0
 
     def job_values(x: np.ndarray) -> np.ndarray:
         return np.bincount(pairs.job, coef * x[acols], minlength=n)
@@ -235,16 +200,15 @@ def solve_water_filling(
     # level 1 by interior point without crossover (its solution is central: one LP usually
     # freezes every stuck job); later levels by dual simplex warm-started from the previous
     # basis, freezing only jobs whose vertex dual certifies them (exact, often fewer per LP)
-    simplex_opts = replace(
-        options,
+    simplex_opts = options.replace(
         lp_method="simplex",
         highs_options={"simplex_strategy": PRIMAL, **dict(options.highs_options)},
     )
     use_simplex = False
     while free.any():
         opts_now = simplex_opts if use_simplex else lp_opts
-        raw = hm.solve(_remaining(opts_now, t_start), "simplex" if use_simplex else "ipm")
-        solve_s += raw.solve_s
+        algo = "simplex" if use_simplex else "ipm"
+        raw = live.solve(session.remaining(opts_now), algo, "level").raw
         lps += 1
         if raw.status != Status.OPTIMAL or raw.x is None:
             status, termination = _failed(raw, x_best)
@@ -272,8 +236,7 @@ def solve_water_filling(
                 cost = np.zeros(ncol)
                 np.add.at(cost, acols, coef * test[pairs.job])
                 hm.set_objective_coefficients(np.arange(ncol), cost)
-                rc = hm.solve(_remaining(opts_now, t_start), "simplex" if use_simplex else "ipm")
-                solve_s += rc.solve_s
+                rc = live.solve(session.remaining(opts_now), algo, "check").raw
                 check_lps += 1
                 if rc.status != Status.OPTIMAL or rc.x is None:
                     status, termination = _failed(rc, x_best)
@@ -308,7 +271,6 @@ def solve_water_filling(
         level_of[idx] = len(level_values) - 1
         free &= ~cand
         use_simplex = WARM_SIMPLEX
-    timings["solve_s"] = solve_s
 
     info: dict[str, Any] = {
         "agnostic": bool(agnostic),
@@ -322,10 +284,7 @@ def solve_water_filling(
         "lp_method": "ipm (no crossover), then warm dual simplex" if WARM_SIMPLEX else "ipm",
     }
     if x_best is None:
-        return _assemble(
-            kind, inst, "max_min_fairness_water_filling", status, termination,
-            None, None, None, {}, info, timings, t_start,
-        )  # fmt: skip
+        return _no_solution(status, termination, info)
     X = _x_matrix(arr, pairs, x_best[acols])[group_of]
     level_of = level_of[group_of]
     arr, w = full, w_full
@@ -335,6 +294,8 @@ def solve_water_filling(
     value = float(values.min())
     info["symmetry_groups"] = len(reps)
     info["level_values_first"] = [float(v) for v in level_values[:10]]
+    if not status.has_solution:
+        return _no_solution(status, termination, info)
     bound = gap = None
     if status == Status.OPTIMAL and not agnostic and level_values:
         bound = level_values[0]
@@ -342,10 +303,7 @@ def solve_water_filling(
     tables = _tables(
         arr, pairs, X, {"normalized_throughput": values, "effective_weight": w, "level": level_of}
     )
-    return _assemble(
-        kind, inst, "max_min_fairness_water_filling", status, termination,
-        value, bound, gap, tables, info, timings, t_start,
-    )  # fmt: skip
+    return Outcome(value, tables, info, status, termination, bound, gap)
 
 
 def _failed(raw: RawSolution, x_best: np.ndarray | None) -> tuple[Status, str]:
@@ -362,15 +320,6 @@ def _failed(raw: RawSolution, x_best: np.ndarray | None) -> tuple[Status, str]:
 # ------------------------------------------------------------- finish-time fairness
 
 
-def require_steps(inst: GpuClusterInstance, objective: str) -> None:
-    for i, job in enumerate(inst.jobs):
-        if job.steps_remaining is None:
-            raise InstanceError(
-                f"required for the {objective} objective (steps the job still has to run)",
-                f"jobs[{i}].steps_remaining",
-            )
-
-
 def ftf_ratio(
     arr: ClusterArrays, X: np.ndarray, elapsed: np.ndarray, iso_thr: np.ndarray
 ) -> np.ndarray:
@@ -382,9 +331,7 @@ def ftf_ratio(
     return t_alloc / t_iso
 
 
-def solve_finish_time_fairness(
-    kind: Kind, inst: GpuClusterInstance, options: SolveOptions, agnostic: bool = False
-) -> Result:
+class FinishTimeFairness(RunMethodBase):
     """Themis-style finish-time fairness, exactly to a relative tolerance :data:`FTF_TOL`.
 
     ``rho_i(X) = (elapsed_i + steps_i / thr_i(X)) / (elapsed_i + steps_i / iso_i)``;
@@ -393,18 +340,29 @@ def solve_finish_time_fairness(
     found by bisection on ``rho`` over feasibility LPs in one persistent HiGHS model
     (only row bounds change; each re-solve is warm). ``rho = 1`` is always feasible (the
     isolated allocation); after each feasible LP the upper end drops to the ratio the
-    allocation actually achieves.
+    allocation actually achieves. ``build`` is the feasibility LP at ``rho = 1``.
     """
+
+    def build(self, instance: GpuClusterInstance, params: GpuClusterParams) -> Built:
+        require_steps(instance, "finish_time_fairness")
+        arr = instance.arrays
+        return PM.build_finish_time_fairness(arr, allocation_throughputs(arr, params.agnostic))
+
+    def run(self, session: Session, inst: GpuClusterInstance, params: GpuClusterParams) -> Outcome:
+        return _finish_time_fairness(session, inst, params.agnostic)
+
+
+def _finish_time_fairness(session: Session, inst: GpuClusterInstance, agnostic: bool) -> Outcome:
     require_steps(inst, "finish_time_fairness")
-    t_start = time.perf_counter()
     arr = inst.arrays
     thr = allocation_throughputs(arr, agnostic)
     elapsed = np.array([j.time_elapsed_s or 0.0 for j in inst.jobs])
     iso = PM.isolated_throughput(arr, thr)
     t_iso = elapsed + arr.steps / iso
     best = PM.best_throughput(arr, thr)
-    m, cm, hm, timings = _compile(lambda: PM.build_finish_time_fairness(arr, thr))
-    pairs: F.Pairs = m._pairs
+    live = _open(session, lambda: PM.build_finish_time_fairness(arr, thr))
+    m, cm, hm = live.model, live.compiled, live.highs_model
+    pairs: F.Pairs = live.layout.pairs
     acols = cm.columns_of(m.alloc, range(len(pairs)))
     rows = np.fromiter((cm.row_index[id(r)][0] for r in m.c_finish.values()), dtype=np.int32)
     h = hm.highs
@@ -419,13 +377,11 @@ def solve_finish_time_fairness(
     hi = 1.0
     x_best: np.ndarray | None = None
     iterations = 0
-    solve_s = 0.0
     status, termination = Status.OPTIMAL, "Optimal"
     rho = hi
     while True:
         set_rho(rho)
-        raw = hm.solve(_remaining(options, t_start), "simplex")
-        solve_s += raw.solve_s
+        raw = live.solve(session.remaining(), "simplex", "bisection").raw
         iterations += 1
         if raw.status == Status.OPTIMAL and raw.x is not None:
             X = _x_matrix(arr, pairs, raw.x[acols])
@@ -440,7 +396,6 @@ def solve_finish_time_fairness(
         if hi - lo <= FTF_TOL * hi or (x_best is None and iterations > 1):
             break
         rho = 0.5 * (lo + hi)
-    timings["solve_s"] = solve_s
     lo = min(lo, hi)  # a numerically infeasible LP just above the optimum cannot cross hi
     info: dict[str, Any] = {
         "agnostic": bool(agnostic),
@@ -453,10 +408,9 @@ def solve_finish_time_fairness(
     if x_best is None:
         if status == Status.OPTIMAL:
             status, termination = Status.ERROR, "no feasible ratio found (rho = 1 failed)"
-        return _assemble(
-            kind, inst, "finish_time_fairness", status, termination, None, None, None,
-            {}, info, timings, t_start,
-        )  # fmt: skip
+        return _no_solution(status, termination, info)
+    if not status.has_solution:
+        return _no_solution(status, termination, info)
     X = _x_matrix(arr, pairs, x_best[acols])
     true_iso = PM.isolated_throughput(arr, arr.thr)
     ratio = ftf_ratio(arr, X, elapsed, true_iso)
@@ -478,33 +432,34 @@ def solve_finish_time_fairness(
             "ftf_ratio": ratio,
         },
     )
-    return _assemble(
-        kind, inst, "finish_time_fairness", status, termination, value, bound, gap,
-        tables, info, timings, t_start,
-    )  # fmt: skip
+    return Outcome(value, tables, info, status, termination, bound, gap)
 
 
 # ------------------------------------------------------------ throughput and cost
 
 
-def solve_max_total_throughput(
-    kind: Kind, inst: GpuClusterInstance, options: SolveOptions, agnostic: bool = False
-) -> Result:
+class MaxTotalThroughput(RunMethodBase):
     """Maximise ``sum_i weight_i * thr_i(X) / best_i`` (normalised: 1 = a job running
     full time on its fastest type); one LP."""
-    t_start = time.perf_counter()
+
+    def build(self, instance: GpuClusterInstance, params: GpuClusterParams) -> Built:
+        arr = instance.arrays
+        return PM.build_max_total_throughput(arr, allocation_throughputs(arr, params.agnostic))
+
+    def run(self, session: Session, inst: GpuClusterInstance, params: GpuClusterParams) -> Outcome:
+        return _max_total_throughput(session, inst, params.agnostic)
+
+
+def _max_total_throughput(session: Session, inst: GpuClusterInstance, agnostic: bool) -> Outcome:
     arr = inst.arrays
     thr = allocation_throughputs(arr, agnostic)
-    m, cm, hm, timings = _compile(lambda: PM.build_max_total_throughput(arr, thr))
-    pairs: F.Pairs = m._pairs
-    raw = hm.solve(options, "ipm")
-    timings["solve_s"] = raw.solve_s
+    live = _open(session, lambda: PM.build_max_total_throughput(arr, thr))
+    m, cm = live.model, live.compiled
+    pairs: F.Pairs = live.layout.pairs
+    raw = live.solve(session.options, "ipm").raw
     info: dict[str, Any] = {"agnostic": bool(agnostic), "normalisation": "thr / best_thr"}
     if not raw.status.has_solution or raw.x is None:
-        return _assemble(
-            kind, inst, "max_total_throughput", raw.status, raw.termination, None, None,
-            None, {}, info, timings, t_start,
-        )  # fmt: skip
+        return _no_solution(raw.status, raw.termination, info)
     X = _x_matrix(arr, pairs, raw.x[cm.columns_of(m.alloc, range(len(pairs)))])
     vals = V.normalized_throughput(arr, X)
     value = float(vals.sum())
@@ -514,10 +469,7 @@ def solve_max_total_throughput(
         bound = float(raw.objective or 0.0) * arr.num_jobs
         gap = abs(bound - value) / max(abs(value), 1e-12)
     tables = _tables(arr, pairs, X, {"normalized_throughput": vals})
-    return _assemble(
-        kind, inst, "max_total_throughput", raw.status, raw.termination, value, bound, gap,
-        tables, info, timings, t_start,
-    )  # fmt: skip
+    return Outcome(value, tables, info, raw.status, raw.termination, bound, gap)
 
 
 def _costs(inst: GpuClusterInstance) -> np.ndarray:
@@ -553,42 +505,46 @@ def slo_need(inst: GpuClusterInstance) -> np.ndarray:
     return out
 
 
-def solve_min_cost(
-    kind: Kind, inst: GpuClusterInstance, options: SolveOptions, agnostic: bool = False
-) -> Result:
+class MinCost(RunMethodBase):
     """Maximise normalised throughput per dollar, meeting every SLO that can be met.
 
     One Charnes-Cooper LP (exact for the ratio objective). If the SLOs cannot all be met
     together, a first LP minimises the total shortfall; the jobs short of their SLO are
     listed in ``info["slo_unmet"]`` and the ``jobs`` table (``deadline_met``), and keep
-    at least the share of their SLO that LP gave them.
+    at least the share of their SLO that LP gave them. ``build`` is the Charnes-Cooper LP
+    with every SLO.
     """
-    t_start = time.perf_counter()
+
+    def build(self, instance: GpuClusterInstance, params: GpuClusterParams) -> Built:
+        arr = instance.arrays
+        thr = allocation_throughputs(arr, params.agnostic)
+        return PM.build_min_cost(arr, thr, _costs(instance), slo_need(instance))
+
+    def run(self, session: Session, inst: GpuClusterInstance, params: GpuClusterParams) -> Outcome:
+        return _min_cost(session, inst, params.agnostic)
+
+
+def _min_cost(session: Session, inst: GpuClusterInstance, agnostic: bool) -> Outcome:
     arr = inst.arrays
     cost = _costs(inst)
     need = slo_need(inst)
     thr = allocation_throughputs(arr, agnostic)
     info: dict[str, Any] = {"agnostic": bool(agnostic), "normalisation": "thr / best_thr"}
-    timings = {"build_s": 0.0, "transfer_s": 0.0, "solve_s": 0.0}
     floor = np.ones(arr.num_jobs)
     unmet: list[str] = []
     has_slo = np.isfinite(need)
     if has_slo.any():
         # can every SLO be met together?
-        m1, cm1, hm1, t1 = _compile(lambda: PM.build_slo_phase1(arr, thr, need))
-        r1 = hm1.solve(_remaining(options, t_start), "ipm")
-        for k in timings:
-            timings[k] += t1[k]
-        timings["solve_s"] += r1.solve_s
+        live1 = _open(session, lambda: PM.build_slo_phase1(arr, thr, need))
+        r1 = live1.solve(session.remaining(), "ipm", "slo_shortfall").raw
         if r1.status != Status.OPTIMAL or r1.x is None:
-            return _assemble(
-                kind, inst, "min_cost", r1.status if r1.status != Status.OPTIMAL
-                else Status.ERROR, r1.termination, None, None, None, {}, info, timings, t_start,
-            )  # fmt: skip
-        short = r1.values(cm1, m1.short, range(len(m1._slo_jobs)))
+            bad_status = r1.status if r1.status != Status.OPTIMAL else Status.ERROR
+            return _no_solution(bad_status, r1.termination, info)
+        slo_jobs = live1.layout.slo_jobs
+        short = r1.values(live1.compiled, live1.model.short, range(len(slo_jobs)))
         bad = short > 1e-6
-        floor[m1._slo_jobs] = np.clip(1.0 - short, 0.0, 1.0) * (1 - 1e-7)
-        unmet = [arr.job_ids[i] for i in m1._slo_jobs[bad]]
+        floor[slo_jobs] = np.clip(1.0 - short, 0.0, 1.0) * (1 - 1e-7)
+        unmet = [arr.job_ids[i] for i in slo_jobs[bad]]
         if unmet:
             log.warning("%d SLO(s) cannot be met together: %s", len(unmet), unmet[:10])
     info["slo_jobs"] = int(has_slo.sum())
@@ -596,17 +552,12 @@ def solve_min_cost(
     info["slo_all_met"] = not unmet
     # an unmet SLO keeps the share of its rate the shortfall LP could give it
     need_eff = np.where(floor > 1e-9, need * floor, math.nan)
-    m, cm, hm, t2 = _compile(lambda: PM.build_min_cost(arr, thr, cost, need_eff))
-    for k in ("build_s", "transfer_s"):
-        timings[k] += t2[k]
-    pairs: F.Pairs = m._pairs
-    raw = hm.solve(_remaining(options, t_start), "ipm")
-    timings["solve_s"] += raw.solve_s
+    live = _open(session, lambda: PM.build_min_cost(arr, thr, cost, need_eff))
+    m, cm = live.model, live.compiled
+    pairs: F.Pairs = live.layout.pairs
+    raw = live.solve(session.remaining(), "ipm").raw
     if not raw.status.has_solution or raw.x is None:
-        return _assemble(
-            kind, inst, "min_cost", raw.status, raw.termination, None, None, None, {},
-            info, timings, t_start,
-        )  # fmt: skip
+        return _no_solution(raw.status, raw.termination, info)
     s = raw.value(cm, m.s)
     y = raw.x[cm.columns_of(m.y, range(len(pairs)))]
     X = _x_matrix(arr, pairs, y / s)
@@ -632,7 +583,4 @@ def solve_min_cost(
             "deadline_met": met,
         },
     )
-    return _assemble(
-        kind, inst, "min_cost", raw.status, raw.termination, value, bound, gap, tables,
-        info, timings, t_start,
-    )  # fmt: skip
+    return Outcome(value, tables, info, raw.status, raw.termination, bound, gap)

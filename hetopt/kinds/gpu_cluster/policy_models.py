@@ -8,13 +8,26 @@ throughput and throughput per dollar (a Charnes-Cooper LP). The water-filling LP
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyomo.environ as pyo
 from pyomo.core.expr.numeric_expr import LinearExpression
 
+from ...contract import Built
 from ...pyomo_ext import LinearRows
 from .data import ClusterArrays
 from .formulations import INF, Pairs, _base
+
+
+@dataclass(frozen=True)
+class SloLayout:
+    """A model with one row per job with an SLO: the allocation columns (``alloc``, or
+    ``y`` of the Charnes-Cooper LP) and those jobs' indices."""
+
+    pairs: Pairs
+    slo_jobs: np.ndarray
+
 
 # ----------------------------------------------------------------------- helpers
 
@@ -59,7 +72,7 @@ def _linear(coefs: np.ndarray, xs: list) -> LinearExpression:
 # ------------------------------------------------------------ finish-time fairness
 
 
-def build_finish_time_fairness(arr: ClusterArrays, thr: np.ndarray) -> pyo.ConcreteModel:
+def build_finish_time_fairness(arr: ClusterArrays, thr: np.ndarray) -> Built:
     """The feasibility LP of finish-time fairness at one ratio ``rho``.
 
     ``c_finish[i]: sum_t thr[i,t] / best_i * alloc[i,t] >= need_i(rho) / best_i`` with
@@ -68,33 +81,35 @@ def build_finish_time_fairness(arr: ClusterArrays, thr: np.ndarray) -> pyo.Concr
     use as few GPUs as possible (``sum scale_i * alloc[i,t] / W``), a tie-breaker.
     """
     pairs = Pairs.of(arr)
-    m = _base(arr, pairs)
+    m, base = _base(arr, pairs)
     best = best_throughput(arr, thr)
     n, K = arr.num_jobs, len(pairs)
     coef = (thr / best[:, None])[pairs.job, pairs.type]
     m.c_finish = LinearRows.from_coo(
-        pairs.job, np.arange(K), coef, n, np.zeros(n), np.full(n, INF), m._alloc_list
+        pairs.job, np.arange(K), coef, n, np.zeros(n), np.full(n, INF), base.alloc
     )
     m.z.fix(0.0)
     W = float(arr.workers.sum())
-    m.obj = pyo.Objective(expr=_linear(arr.scale[pairs.job] / W, m._alloc_list), sense=pyo.minimize)
-    return m
+    m.obj = pyo.Objective(
+        expr=_linear(arr.scale[pairs.job] / W, list(base.alloc)), sense=pyo.minimize
+    )
+    return Built(m, base)
 
 
 # ------------------------------------------------------------------- throughput
 
 
-def build_max_total_throughput(arr: ClusterArrays, thr: np.ndarray) -> pyo.ConcreteModel:
+def build_max_total_throughput(arr: ClusterArrays, thr: np.ndarray) -> Built:
     """Maximise the total normalised throughput ``sum_i weight_i * thr_i(X) / best_i``.
 
     The objective is divided by ``N`` (the mean) so it is O(1).
     """
     pairs = Pairs.of(arr)
-    m = _base(arr, pairs)
+    m, base = _base(arr, pairs)
     m.z.fix(0.0)
     coef = throughput_value_coefficients(arr, thr)[pairs.job, pairs.type] / arr.num_jobs
-    m.obj = pyo.Objective(expr=_linear(coef, m._alloc_list), sense=pyo.maximize)
-    return m
+    m.obj = pyo.Objective(expr=_linear(coef, list(base.alloc)), sense=pyo.maximize)
+    return Built(m, base)
 
 
 def build_min_cost(
@@ -102,7 +117,7 @@ def build_min_cost(
     thr: np.ndarray,
     cost: np.ndarray,
     slo_need: np.ndarray,
-) -> pyo.ConcreteModel:
+) -> Built:
     """Maximise normalised throughput per dollar, exactly, as one LP (Charnes-Cooper).
 
     With ``y = s * X`` and ``s = c_ref / cost(X)``::
@@ -129,8 +144,6 @@ def build_min_cost(
     for k in np.nonzero(~fits)[0]:
         ys[k].setub(0.0)
     m.s = pyo.Var(bounds=(0.0, None))
-    m._pairs = pairs
-    m._alloc_list = ys
     cols = np.arange(K)
     xs = [*ys, m.s]
     m.c_time = LinearRows.from_coo(
@@ -152,7 +165,6 @@ def build_min_cost(
         xs,
     )
     slo_jobs = np.nonzero(np.isfinite(slo_need))[0]
-    m._slo_jobs = slo_jobs
     if len(slo_jobs):
         pos = np.full(n, -1)
         pos[slo_jobs] = np.arange(len(slo_jobs))
@@ -173,12 +185,10 @@ def build_min_cost(
     m.c_cost = pyo.Constraint(expr=_linear(ccoef, ys) == 1.0)
     vcoef = throughput_value_coefficients(arr, thr)[pairs.job, pairs.type]
     m.obj = pyo.Objective(expr=_linear(vcoef, ys), sense=pyo.maximize)
-    return m
+    return Built(m, SloLayout(pairs, slo_jobs))
 
 
-def build_slo_phase1(
-    arr: ClusterArrays, thr: np.ndarray, slo_need: np.ndarray
-) -> pyo.ConcreteModel:
+def build_slo_phase1(arr: ClusterArrays, thr: np.ndarray, slo_need: np.ndarray) -> Built:
     """Meet as much of every SLO as possible: ``min sum_i short[i]`` with
     ``c_slo[i]: sum_t thr[i,t] / need_i * alloc[i,t] + short[i] >= 1``, ``0 <= short <= 1``.
 
@@ -186,7 +196,7 @@ def build_slo_phase1(
     others (the sum of shortfalls is minimal, so the set is not arbitrary).
     """
     pairs = Pairs.of(arr)
-    m = _base(arr, pairs)
+    m, base = _base(arr, pairs)
     m.z.fix(0.0)
     slo_jobs = np.nonzero(np.isfinite(slo_need))[0]
     r = len(slo_jobs)
@@ -204,8 +214,7 @@ def build_slo_phase1(
         r,
         np.ones(r),
         np.full(r, INF),
-        [*m._alloc_list, *shorts],
+        [*base.alloc, *shorts],
     )
-    m._slo_jobs = slo_jobs
     m.obj = pyo.Objective(expr=_linear(np.ones(r), shorts), sense=pyo.minimize)
-    return m
+    return Built(m, SloLayout(pairs, slo_jobs))

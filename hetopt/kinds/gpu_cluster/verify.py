@@ -6,6 +6,9 @@ re-derives everything: time shares, capacities, eligibility and the objective.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -242,6 +245,57 @@ def _check_deadlines(
     return problems
 
 
+# ------------------------------------------------------------------ objectives
+# each recomputes one objective from the allocation (and may add checks of its own)
+def _max_min(inst: GpuClusterInstance, X: np.ndarray, pair_thr: Any, *_: Any) -> float:
+    return max_min_value(inst.arrays, X, pair_thr)
+
+
+def _makespan(inst: GpuClusterInstance, X: np.ndarray, pair_thr: Any, *_: Any) -> float:
+    return makespan_value(inst.arrays, X, pair_thr)
+
+
+def _water_filling(inst: GpuClusterInstance, X: np.ndarray, *_: Any) -> float:
+    arr = inst.arrays
+    p = arr.proportional_throughput()
+    w = _entity_weights(inst)
+    return float((arr.scale * effective_throughput(arr, X) / (w * p)).min())
+
+
+def _finish_time(inst: GpuClusterInstance, X: np.ndarray, *_: Any) -> float:
+    return _ftf_value(inst, X)
+
+
+def _total_throughput(inst: GpuClusterInstance, X: np.ndarray, *_: Any) -> float:
+    return float(normalized_throughput(inst.arrays, X).sum())
+
+
+def _min_cost(
+    inst: GpuClusterInstance,
+    X: np.ndarray,
+    pair_thr: Any,
+    jobs: pd.DataFrame | None,
+    problems: list[str],
+    checks: list[str],
+) -> float:
+    arr = inst.arrays
+    cost = np.array([(inst.cost_per_hour or {}).get(t, 0.0) for t in arr.types])
+    value = throughput_per_dollar(arr, X, cost)
+    problems += _check_deadlines(inst, X, jobs)
+    checks.append("deadlines")
+    return value
+
+
+_OBJECTIVES: dict[str, Callable[..., float]] = {
+    "max_min_fairness": _max_min,
+    "makespan": _makespan,
+    "max_min_fairness_water_filling": _water_filling,
+    "finish_time_fairness": _finish_time,
+    "max_total_throughput": _total_throughput,
+    "min_cost": _min_cost,
+}
+
+
 def verify(
     instance: GpuClusterInstance,
     objective: str,
@@ -259,23 +313,9 @@ def verify(
         checks.append("colocation_pairs")
     problems += check_allocation(arr, X, pair_gpus, pair_share)
     value: float | None = None
-    if objective == "max_min_fairness":
-        value = max_min_value(arr, X, pair_thr)
-    elif objective == "makespan":
-        value = makespan_value(arr, X, pair_thr)
-    elif objective == "max_min_fairness_water_filling":
-        p = arr.proportional_throughput()
-        w = _entity_weights(instance)
-        value = float((arr.scale * effective_throughput(arr, X) / (w * p)).min())
-    elif objective == "finish_time_fairness":
-        value = _ftf_value(instance, X)
-    elif objective == "max_total_throughput":
-        value = float(normalized_throughput(arr, X).sum())
-    elif objective == "min_cost":
-        cost = np.array([(instance.cost_per_hour or {}).get(t, 0.0) for t in arr.types])
-        value = throughput_per_dollar(arr, X, cost)
-        problems += _check_deadlines(instance, X, jobs)
-        checks.append("deadlines")
+    recompute = _OBJECTIVES.get(objective)
+    if recompute is not None:
+        value = recompute(instance, X, pair_thr, jobs, problems, checks)
     if value is not None:
         checks.append("objective")
         if objective_value is None or not np.isclose(value, objective_value, rtol=1e-5, atol=1e-9):

@@ -21,6 +21,7 @@ from ..base import Kind, Objective
 from . import methods as M
 from . import verify as V
 from .data import Job, MultiResourceInstance, Profile, Server
+from .decompose import DECOMPOSER
 from .methods import FRAGMENTATION_TIME_LIMIT_S, MultiResourceParams
 
 __all__ = [
@@ -158,6 +159,7 @@ class MultiResourceKind(Kind):
     methods = {"max_total_throughput": M.Throughput()}
     tables = (PLACEMENT, SERVERS)
     details = DETAILS
+    decomposer = DECOMPOSER
 
     def _config_bound(
         self, instance: MultiResourceInstance, options: SolveOptions | None

@@ -4,9 +4,9 @@ Time advances in rounds of ``round_s`` seconds (Gavel: 360 s). At each round bou
 the jobs that have arrived join, finished jobs leave and, when that set changed, the
 policy is re-solved (Gavel recomputes on arrivals and completions). Then, for the round:
 
-* ``progress="rounds"`` (default when :mod:`hetopt.rounds` is available): Gavel's round
-  mechanism (:class:`hetopt.rounds.RoundScheduler`, priority = allocated / received
-  share) picks which jobs run on which GPU type; a chosen job runs at its full
+* ``progress="rounds"`` (default): Gavel's round mechanism
+  (:class:`~hetopt.kinds.gpu_cluster.rounds.RoundScheduler`, priority = allocated /
+  received share) picks which jobs run on which GPU type; a chosen job runs at its full
   throughput ``thr[i,t]`` on that type for the round;
 * ``progress="fluid"``: every active job runs at its allocated effective throughput
   ``sum_t X[i,t] * thr[i,t]`` steps/s (time-sharing inside a round is not placed).
@@ -15,7 +15,7 @@ A job that finishes inside a round records its exact finish time; its GPUs stay 
 until the next boundary, as in Gavel.
 
 ``max_min_fairness`` re-solves one persistent LP over all jobs of the trace, switching
-jobs on and off by bounds (:class:`~hetopt.decompose.maxmin.PersistentMaxMin`); other
+jobs on and off by bounds (:class:`~hetopt.kinds.gpu_cluster.maxmin.PersistentMaxMin`); other
 policies (or ``persistent=False``) call the kind's ``solve`` on an instance of the
 active jobs with their remaining steps and elapsed time.
 """
@@ -33,9 +33,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import InstanceError
-from ..kinds.base import UsageError
-from ..options import SolveOptions
+from ...errors import InstanceError, UsageError
+from ...options import SolveOptions
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +77,7 @@ class SimResult:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"summary": {...}, "jobs": [...]}`` (what ``--json`` prints)."""
-        from ..result import _jsonable
+        from ...result import _jsonable
 
         return {
             "summary": {k: _jsonable(self.summary.get(k)) for k in SUMMARY_KEYS},
@@ -116,7 +115,7 @@ def generate_trace(
         Records shaped like :func:`~hetopt.kinds.gpu_cluster.trace.read_gavel_trace`'s
         (``job_type, scale_factor, total_steps, priority_weight, slo, arrival_s``).
     """
-    from ..kinds.gpu_cluster.generate import generate_jobs
+    from .generate import generate_jobs
 
     if num_jobs < 1:
         raise InstanceError("must be at least 1", "generate_jobs")
@@ -143,7 +142,7 @@ def generate_trace(
 
 def load_trace(path: str | Path, table: Any = None) -> list[dict[str, Any]]:
     """Read a Gavel-format trace (the ``gpu_cluster`` kind's reader)."""
-    from ..kinds.gpu_cluster.trace import read_gavel_trace
+    from .trace import read_gavel_trace
 
     return read_gavel_trace(path, table)
 
@@ -152,8 +151,8 @@ def trace_instance(
     records: Sequence[Mapping[str, Any]], workers: Mapping[str, int], table: Any = None
 ) -> Any:
     """All trace jobs as one ``gpu_cluster`` instance (ids ``"0"``, ``"1"``, ...)."""
-    from ..kinds.gpu_cluster.gavel import simulation_table
-    from ..kinds.gpu_cluster.trace import trace_to_instance
+    from .gavel import simulation_table
+    from .trace import trace_to_instance
 
     return trace_to_instance(records, table or simulation_table(), workers)
 
@@ -169,8 +168,8 @@ class _Policy:
 
 class _PersistentMaxMin(_Policy):
     def __init__(self, inst: Any, agnostic: bool, options: SolveOptions):
-        from ..decompose.maxmin import MaxMinProblem, PersistentMaxMin
-        from ..kinds.gpu_cluster import agnostic_throughputs
+        from .formulations import agnostic_throughputs
+        from .maxmin import MaxMinProblem, PersistentMaxMin
 
         arr = inst.arrays
         thr = agnostic_throughputs(arr) if agnostic else arr.thr
@@ -199,7 +198,7 @@ class _KindPolicy(_Policy):
     """Any ``gpu_cluster`` objective through the kind's own ``solve``."""
 
     def __init__(self, inst: Any, policy: str, agnostic: bool, options: SolveOptions):
-        from ..kinds.gpu_cluster import KIND
+        from . import KIND
 
         self.kind = KIND
         self.inst = inst
@@ -212,7 +211,7 @@ class _KindPolicy(_Policy):
     def allocate(
         self, active: np.ndarray, remaining: np.ndarray, now: float
     ) -> tuple[np.ndarray, float]:
-        from ..kinds.gpu_cluster import GpuClusterInstance
+        from .data import GpuClusterInstance
 
         idx = np.nonzero(active)[0]
         jobs = []
@@ -249,19 +248,11 @@ class _KindPolicy(_Policy):
 
 
 def _progress_mode(progress: str) -> str:
-    if progress != "auto":
-        if progress == "rounds":
-            import hetopt.rounds  # fails loudly if it is missing
-        return progress
-    try:
-        import hetopt.rounds  # noqa: F401
-    except ImportError:  # pragma: no cover - depends on the installed version
-        return "fluid"
-    return "rounds"
+    return "rounds" if progress == "auto" else progress
 
 
 def _round_scheduler(inst: Any, round_s: float) -> Any:
-    from ..rounds import RoundScheduler
+    from .rounds import RoundScheduler
 
     scale = {j.id: j.scale_factor for j in inst.jobs}
     return RoundScheduler(inst.workers, scale, {}, round_s)
@@ -310,10 +301,11 @@ def simulate(
     max_rounds
         Stop after this many rounds (unfinished jobs get NaN times).
     progress
-        ``"rounds"``: every round :class:`hetopt.rounds.RoundScheduler` picks which jobs
-        run on which type (Gavel's priorities), and a chosen job runs at its full
-        throughput on that type; ``"fluid"``: every active job runs at its allocated
-        effective throughput. ``"auto"``: rounds when :mod:`hetopt.rounds` is available.
+        ``"rounds"``: every round :class:`~hetopt.kinds.gpu_cluster.rounds.RoundScheduler`
+        picks which jobs run on which type (Gavel's priorities), and a chosen job runs at
+        its full throughput on that type; ``"fluid"``: every active job runs at its
+        allocated effective throughput. ``"auto"``: rounds (the round mechanism ships with
+        the kind).
 
     Returns
     -------

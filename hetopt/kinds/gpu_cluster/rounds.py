@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import InstanceError
+from ...errors import InstanceError
 
 __all__ = ["Round", "RoundScheduler"]
 

@@ -1,4 +1,5 @@
-"""Partitioned solve of the ``multi_resource`` MILP (Synergy's setting).
+"""Partitioned solve of the ``multi_resource`` MILP (Synergy's setting): the kind's
+:class:`~hetopt.contract.Decomposer` (the generic driver is :mod:`hetopt.decompose`).
 
 Servers and jobs are dealt round-robin into ``k`` parts by stratum (server shape; job
 GPUs x profile list), each part is solved by the kind's own MILP, and the placements are
@@ -8,25 +9,36 @@ throughput is the sum over parts.
 The kind's fair-share floor uses the WHOLE cluster's CPUs and memory per GPU. A part
 recomputes it from its own servers, so the split is only allowed when every part has
 exactly the cluster's CPUs/GPU and memory/GPU (always true for identical servers, the
-Synergy default); otherwise :class:`~hetopt.kinds.base.UsageError` is raised rather than
-letting a part enforce a different floor. The merged placement is re-checked by the
-kind's verifier against the whole instance.
+Synergy default); otherwise :class:`~hetopt.UsageError` is raised rather than letting a
+part enforce a different floor. The merged placement is built and re-checked against the
+whole instance by :func:`hetopt.pipeline.finish`. Every job may use every server, so the
+instance is one component: nothing separates exactly, and one part is the monolithic
+MILP. The parts are solved through the kind's public ``KIND.solve``.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..executors import SubmitExecutor, executor_for, run_all
-from ..kinds.base import UsageError
-from ..options import SolveOptions
-from ..result import Result
-from ..status import Status
+from ...contract import Outcome
+from ...decompose import (
+    finish_merged,
+    session_for,
+    solve_sub,
+    sum_timings,
+    wire,
+    worker_options,
+)
+from ...errors import UsageError
+from ...executors import SubmitExecutor, executor_for, run_all
+from ...options import SolveOptions
+from ...result import Result
+from ...status import Status
 
 REL_TOL = 1e-9
 
@@ -122,19 +134,22 @@ def solve_partitioned_multi_resource(
         ``feasible`` (no global bound is proven), total throughput = sum over parts,
         checked by the kind's verifier against the whole instance.
     """
-    from . import _kind, _solve_sub, _wire, _worker_options
+    from .. import get_kind
 
     t0 = time.perf_counter()
-    kind = _kind(instance)
+    kind = get_kind(instance.kind)
+    session = session_for(kind, options, t0)
     subs = split(instance, partitions, seed)
     t1 = time.perf_counter()
-    opts = _worker_options(options)
+    opts = worker_options(options)
     with executor_for(executor=executor) as ex:
         outs = run_all(
-            ex, _solve_sub, [(s, "max_total_throughput", _wire(opts), dict(params)) for s in subs]
+            ex, solve_sub, [(s, "max_total_throughput", wire(opts), dict(params)) for s in subs]
         )
     t2 = time.perf_counter()
     results = [r for r, _ in outs]
+    for r in results:
+        session.record_solves(r.report)
     parts = [
         {
             "jobs": len(s.jobs),
@@ -149,36 +164,69 @@ def solve_partitioned_multi_resource(
     ]
     bad = [r for r in results if not r.status.has_solution]
     info = {"decomposition": "partitions", "method": "stratified", "partitions": partitions}
+    timings = sum_timings(parts, ("build_s", "solve_s"))
+    timings.update({"split_s": t1 - t0, "parts_wall_s": t2 - t1})
     if bad:
-        return Result(
-            kind=instance.kind,
-            objective="max_total_throughput",
+        failed = Outcome(
             status=bad[0].status,
             termination=f"a part ended {bad[0].status.value}: {bad[0].termination}",
-            info={**info, "parts": parts},
+            details={**info, "parts": parts},
         )
-    tables = {
-        name: pd.concat([r.tables[name] for r in results], ignore_index=True)
-        for name in ("placement", "servers")
-        if all(name in r.tables for r in results)
-    }
+        return finish_merged(kind, instance, "max_total_throughput", failed, timings, session)
+    # every table all parts return, stacked (servers are disjoint)
+    names = [n for n in results[0].tables if all(n in r.tables for r in results)]
+    tables = {n: pd.concat([r.tables[n] for r in results], ignore_index=True) for n in names}
     value = float(sum(r.objective_value or 0.0 for r in results))
-    merged = Result(
-        kind=instance.kind,
-        objective="max_total_throughput",
-        status=Status.FEASIBLE,
-        termination="decomposed: feasible, optimality not proven",
-        objective_value=value,
-        tables=tables,
-        info={**info, "parts": parts, "repair_gain": 0.0},
+    merged = Outcome(
+        value,
+        tables,
+        {**info, "parts": parts, "repair_gain": 0.0},
+        Status.FEASIBLE,
+        "decomposed: feasible, optimality not proven",
     )
-    merged = replace(merged, verification=kind.verify(instance, merged))
-    t3 = time.perf_counter()
-    timings = {
-        "build_s": float(sum(p.get("build_s", 0.0) for p in parts)),
-        "solve_s": float(sum(p.get("solve_s", 0.0) for p in parts)),
-        "split_s": t1 - t0,
-        "parts_wall_s": t2 - t1,
-        "merge_s": t3 - t2,
-    }
-    return replace(merged, timings=timings, runtime_s=t3 - t0)
+    timings["merge_s"] = time.perf_counter() - t2
+    return finish_merged(kind, instance, "max_total_throughput", merged, timings, session)
+
+
+class MultiResourceDecomposer:
+    """The ``multi_resource`` kind's :class:`~hetopt.contract.Decomposer`: disjoint
+    server groups (:func:`split`), each its own MILP."""
+
+    separable: Mapping[str, str] = {}
+    methods: tuple[str, ...] = ("stratified", "pop")
+    """The generic driver's method names; every split here is stratified (``info``
+    reports ``"stratified"``)."""
+
+    def components(self, instance: Any) -> list[np.ndarray]:
+        """One component: every job may use every server."""
+        return [np.arange(len(instance.jobs))]
+
+    def sub_instance(self, instance: Any, jobs: np.ndarray) -> Any:
+        """The instance with only ``jobs`` (every server)."""
+        data = instance.to_dict()
+        return type(instance).from_dict({**data, "jobs": [data["jobs"][i] for i in jobs]})
+
+    def partitioned(
+        self,
+        instance: Any,
+        objective: str,
+        params: Any,
+        partitions: int,
+        method: str,
+        options: SolveOptions | None,
+        executor: Any,
+        seed: int,
+    ) -> Result:
+        """``partitions`` server groups (:func:`solve_partitioned_multi_resource`); one
+        part is the whole instance: the exact monolithic MILP (as ``partitions=1`` is
+        for ``gpu_cluster``), so a sweep over K = 1, 2, 4, ... does not fail at K = 1."""
+        from .. import get_kind
+
+        if partitions == 1:
+            return get_kind(instance.kind).solve(instance, objective, options, **params)
+        return solve_partitioned_multi_resource(
+            instance, partitions, options, executor, seed, **params
+        )
+
+
+DECOMPOSER = MultiResourceDecomposer()

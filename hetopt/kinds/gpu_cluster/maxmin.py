@@ -1,0 +1,469 @@
+"""The one max-min LP builder of the ``gpu_cluster`` kind (see ``models/gpu_cluster.md``).
+
+Every LP of the form "give each row (a job, or a group of identical jobs) time on GPU
+types so that the smallest scaled value ``z`` is as large as possible" is built here by
+:func:`build` from a :class:`MaxMinLP` (plain data):
+
+* Gavel's max-min fairness and the makespan LP
+  (:func:`~hetopt.kinds.gpu_cluster.formulations.build_max_min_fairness`,
+  :func:`~hetopt.kinds.gpu_cluster.formulations.build_makespan`), also per symmetry group
+  (water-filling levels);
+* the space-sharing LP (:func:`~hetopt.kinds.gpu_cluster.colocation.build_colocation_model`:
+  a second block of pair columns, its link rows and ``self_total`` columns);
+* the sub-problems of a decomposition and its repair LP (:class:`MaxMinProblem`: an
+  explicit normalisation, a sub-cluster's capacity, GPUs used per unit of ``z``), solved
+  by :func:`solve_max_min` or kept live by :class:`PersistentMaxMin` (trace replay).
+
+The model::
+
+    max  z
+    s.t. c_time[r]:      sum_{k in row r} x[k] <= 1
+         c_capacity[t]:  sum_{k on type t} usage[k] * x[k] + z_usage[t] / kappa * z <= capacity[t]
+         (extra rows, e.g. space sharing's c_link, c_self_total, c_self)
+         c_fair[r]:      sum_{k in row r} row_scale[r] * rate[k] * coefficient_scale * x[k] - z >= 0
+         0 <= x[k] <= 1 (0 where the job cannot get its GPUs), 0 <= z <= z_max * kappa
+
+(``c_progress`` and ``t_ref`` instead of ``c_fair`` and ``kappa`` for makespan.)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyomo.environ as pyo
+
+from ...contract import Built
+from ...options import SolveOptions
+from ...pyomo_ext import LinearRows
+from ...status import Status
+
+if TYPE_CHECKING:
+    from ...pipeline import LiveModel
+    from ...result import SolverReport
+    from .data import ClusterArrays
+
+INF = float("inf")
+LP_METHOD = "ipm"
+"""Measured faster than dual simplex on these LPs from a cold start
+(``benchmarks/bench_gpu_cluster.py``)."""
+
+
+# ----------------------------------------------------------------------------- data
+@dataclass(frozen=True)
+class Pairs:
+    """The (job, type) pairs with positive throughput, in column order."""
+
+    job: np.ndarray
+    type: np.ndarray
+
+    @classmethod
+    def of(cls, arr: ClusterArrays) -> Pairs:
+        # job-major order: each job's columns are adjacent
+        job, typ = np.nonzero(arr.thr > 0)
+        return cls(job.astype(np.int64), typ.astype(np.int64))
+
+    def __len__(self) -> int:
+        return len(self.job)
+
+
+@dataclass(frozen=True)
+class TimeColumns:
+    """A block of time-fraction columns (one Pyomo variable over its own index set).
+
+    Column ``k`` gives row ``row[k]`` time on type ``type[k]``: it counts 1 in
+    ``c_time[row]``, ``usage[k]`` GPUs in ``c_capacity[type]`` (0: not counted) and
+    ``row_scale[row] * rate[k] * coefficient_scale`` in the row's value. ``open[k]``
+    false gives the column upper bound 0 (the job cannot get its GPUs there, but a
+    capacity change in a live model may open it).
+    """
+
+    var: str
+    index: str
+    row: np.ndarray
+    type: np.ndarray
+    rate: np.ndarray
+    usage: np.ndarray
+    open: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+
+@dataclass(frozen=True)
+class FreeColumns:
+    """Columns outside the time and value rows (space sharing's ``self_total``)."""
+
+    var: str
+    index: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Rows:
+    """An extra row block, as triplets over the LP's columns (time blocks, then free
+    blocks, then ``z``)."""
+
+    name: str
+    rows: np.ndarray
+    cols: np.ndarray
+    vals: np.ndarray
+    num_rows: int
+    lower: np.ndarray
+    upper: np.ndarray
+
+
+@dataclass(frozen=True)
+class MaxMinLP:
+    """Data of one max-min LP (see the module docstring)."""
+
+    name: str
+    """The Pyomo model's name."""
+    row_set: str
+    """Name of the row set (``"JOBS"``, or ``"GROUPS"`` of identical jobs)."""
+    num_rows: int
+    types: Sequence[str] | int
+    """GPU type names (``TYPES``), or their number for a sub-problem."""
+    columns: tuple[TimeColumns, ...]
+    capacity: np.ndarray
+    row_scale: np.ndarray
+    scale: float
+    """``kappa`` (max-min: keeps ``z`` O(1)) or ``t_ref`` (makespan), a model parameter."""
+    scale_name: str = "kappa"
+    value_rows: str = "c_fair"
+    coefficient_scale: float = 1.0
+    """Multiplies every value coefficient (``kappa`` when ``row_scale`` does not hold it)."""
+    z_max: float | None = None
+    """Upper bound on the objective (``z <= z_max * scale``)."""
+    z_usage: np.ndarray | None = None
+    """GPUs of each type used per unit of the objective (``z_usage / scale`` per ``z``)."""
+    free: tuple[FreeColumns, ...] = ()
+    extra_rows: tuple[Rows, ...] = ()
+
+
+@dataclass(frozen=True)
+class MaxMinLayout:
+    """What a max-min model's extractor needs: the first column block's pairs and the
+    objective's scale."""
+
+    pairs: Pairs
+    """Rows x types of the ``alloc`` columns (rows are jobs, or groups)."""
+    value_rows: str
+    """``"c_fair"`` or ``"c_progress"``."""
+    scale: float
+    """``kappa`` or ``t_ref``."""
+
+
+# --------------------------------------------------------------------------- builder
+def contention(wanted: float, present: float) -> float:
+    """GPUs wanted per GPU present (at least 1): keeps a max-min objective O(1)."""
+    return max(1.0, float(wanted) / float(present)) if present > 0 else 1.0
+
+
+def add_columns(
+    m: pyo.ConcreteModel,
+    row_set: str,
+    num_rows: int,
+    types: Sequence[str] | int,
+    columns: Sequence[TimeColumns],
+    free: Sequence[FreeColumns] = (),
+    z_upper: float | None = None,
+) -> list[Any]:
+    """Sets, the time-fraction variables (upper bound 0 where not ``open``), the free
+    variables and ``z``; returns the columns' ``VarData`` (time blocks, then free)."""
+    setattr(m, row_set, pyo.RangeSet(0, num_rows - 1))
+    if isinstance(types, int):
+        m.TYPES = pyo.RangeSet(0, types - 1)
+    else:
+        m.TYPES = pyo.Set(initialize=list(types), ordered=True)
+    for block in columns:
+        setattr(m, block.index, pyo.RangeSet(0, len(block) - 1))
+    for fb in free:
+        setattr(m, fb.index, pyo.RangeSet(0, fb.count - 1))
+    xs: list[Any] = []
+    for block in columns:
+        setattr(m, block.var, pyo.Var(getattr(m, block.index), bounds=(0.0, 1.0)))
+    for fb in free:
+        setattr(m, fb.var, pyo.Var(getattr(m, fb.index), bounds=(0.0, None)))
+    m.z = pyo.Var(bounds=(0.0, z_upper))
+    for block in columns:
+        var = list(getattr(m, block.var).values())
+        if block.open is not None:
+            for k in np.nonzero(~block.open)[0]:
+                var[k].setub(0.0)
+        xs.extend(var)
+    for fb in free:
+        xs.extend(getattr(m, fb.var).values())
+    return xs
+
+
+def _offsets(columns: Sequence[TimeColumns]) -> list[np.ndarray]:
+    out, start = [], 0
+    for block in columns:
+        out.append(start + np.arange(len(block)))
+        start += len(block)
+    return out
+
+
+def add_resource_rows(
+    m: pyo.ConcreteModel,
+    columns: Sequence[TimeColumns],
+    num_rows: int,
+    capacity: np.ndarray,
+    x: Sequence[Any],
+    z_usage: np.ndarray | None = None,
+) -> None:
+    """``c_time`` and ``c_capacity`` over ``x`` (``z`` last when ``z_usage`` is given)."""
+    cols = _offsets(columns)
+    # c_time[r]: sum_k x[k] <= 1
+    m.c_time = LinearRows.from_coo(
+        np.concatenate([b.row for b in columns]),
+        np.concatenate(cols),
+        np.ones(sum(len(b) for b in columns)),
+        num_rows,
+        np.full(num_rows, -INF),
+        np.ones(num_rows),
+        x,
+    )
+    # c_capacity[t]: sum_k usage[k] x[k] (+ z_usage[t] z) <= capacity[t]
+    T = len(capacity)
+    rows = [b.type for b in columns]
+    cc = list(cols)
+    vals = [b.usage for b in columns]
+    if z_usage is not None:
+        rows.append(np.arange(T))
+        cc.append(np.full(T, len(x) - 1))
+        vals.append(z_usage)
+    m.c_capacity = LinearRows.from_coo(
+        np.concatenate(rows),
+        np.concatenate(cc),
+        np.concatenate(vals),
+        T,
+        np.full(T, -INF),
+        capacity,
+        x,
+    )
+
+
+def build(lp: MaxMinLP) -> Built:
+    """The Pyomo model of ``lp`` and its :class:`MaxMinLayout`."""
+    m = pyo.ConcreteModel(name=lp.name)
+    z_upper = None if lp.z_max is None else lp.z_max * lp.scale
+    xs = add_columns(m, lp.row_set, lp.num_rows, lp.types, lp.columns, lp.free, z_upper)
+    xs = [*xs, m.z]
+    zcol = len(xs) - 1
+    z_usage = None if lp.z_usage is None else lp.z_usage / lp.scale
+    add_resource_rows(m, lp.columns, lp.num_rows, lp.capacity, xs, z_usage)
+    for r in lp.extra_rows:
+        setattr(
+            m, r.name, LinearRows.from_coo(r.rows, r.cols, r.vals, r.num_rows, r.lower, r.upper, xs)
+        )
+    setattr(m, lp.scale_name, pyo.Param(initialize=lp.scale, mutable=False))
+    # c_fair[r] (c_progress[r]): sum_k row_scale[r] * rate[k] * x[k] - z >= 0
+    n = lp.num_rows
+    cols = _offsets(lp.columns)
+    coef = [lp.row_scale[b.row] * b.rate * lp.coefficient_scale for b in lp.columns]
+    value_rows = LinearRows.from_coo(
+        np.concatenate([*(b.row for b in lp.columns), np.arange(n)]),
+        np.concatenate([*cols, np.full(n, zcol)]),
+        np.concatenate([*coef, -np.ones(n)]),
+        n,
+        np.zeros(n),
+        np.full(n, INF),
+        xs,
+    )
+    setattr(m, lp.value_rows, value_rows)
+    m.obj = pyo.Objective(expr=m.z, sense=pyo.maximize)
+    first = lp.columns[0]
+    return Built(m, MaxMinLayout(Pairs(first.row, first.type), lp.value_rows, lp.scale))
+
+
+# ----------------------------------------------------------------- sub-problems
+@dataclass(frozen=True)
+class MaxMinProblem:
+    """Data of one max-min fairness sub-problem (picklable: this travels to workers).
+
+    A sub-problem of a partitioned instance owns only part of the GPUs, but the
+    objective must stay the one of the whole cluster: job ``i``'s normalised throughput
+    is ``scale_i * sum_t thr[i,t] x[i,t] / (weight_i * p_i)`` with Gavel's
+    ``p_i = sum_t thr[i,t] W_t / sum_t W_t`` computed from the WHOLE cluster's counts
+    ``W``, so ``norm`` (= the original ``p_i``) is data::
+
+        max z  s.t.  sum_t coef[i,t] x[i,t] >= z (every job),  sum_t x[i,t] <= 1,
+                     sum_i scale_i x[i,t] + z_usage[t] z <= capacity[t],
+                     0 <= x[i,t] <= allowed[i,t],  z <= z_max,
+
+    with ``coef[i,t] = scale_i thr[i,t] / (weight_i norm_i)`` (``z_usage`` and ``z_max``:
+    the repair LP of ``models/decomposition.md``).
+    """
+
+    thr: np.ndarray
+    """jobs x types steps/s used to allocate (the agnostic view for the baseline)."""
+    scale: np.ndarray
+    weight: np.ndarray
+    norm: np.ndarray
+    """The whole cluster's ``p_i`` (never recomputed from ``capacity``)."""
+    allowed: np.ndarray
+    capacity: np.ndarray
+    """GPUs of each type this sub-problem owns (may be fractional)."""
+    jobs: np.ndarray
+    """Indices of these jobs in the original instance."""
+    z_usage: np.ndarray | None = None
+    z_max: float | None = None
+
+    @property
+    def num_jobs(self) -> int:
+        return len(self.jobs)
+
+    def coefficients(self) -> np.ndarray:
+        return (self.scale / (self.weight * self.norm))[:, None] * np.where(
+            self.allowed, self.thr, 0.0
+        )
+
+    def lp(self) -> MaxMinLP:
+        """The max-min LP of this sub-problem (``z`` scaled by :func:`kappa_of`)."""
+        n, T = self.thr.shape
+        job, typ = np.nonzero(self.allowed & (self.thr > 0))
+        kappa = kappa_of(self)
+        block = TimeColumns("alloc", "PAIRS", job, typ, self.thr[job, typ], self.scale[job])
+        return MaxMinLP(
+            name="gpu_cluster_part",
+            row_set="JOBS",
+            num_rows=n,
+            types=T,
+            columns=(block,),
+            capacity=self.capacity.astype(float),
+            row_scale=self.scale / (self.weight * self.norm),
+            scale=kappa,
+            coefficient_scale=kappa,
+            z_max=self.z_max,
+            z_usage=self.z_usage,
+        )
+
+
+@dataclass
+class MaxMinSolution:
+    """Allocation and level of one solved :class:`MaxMinProblem`."""
+
+    X: np.ndarray
+    """jobs x types time fractions (rows in ``problem.jobs`` order)."""
+    z: float
+    status: Status
+    termination: str
+    timings: dict[str, float] = field(default_factory=dict)
+    report: SolverReport | None = None
+    """The HiGHS runs of the solve (added to a decomposition's report)."""
+
+
+def kappa_of(problem: MaxMinProblem) -> float:
+    """Keeps ``z`` O(1): GPUs wanted per GPU owned (as the kind's contention)."""
+    return contention(problem.scale.sum(), problem.capacity.sum())
+
+
+def build_max_min(problem: MaxMinProblem) -> Built:
+    """The model of ``problem`` (:func:`build` of :meth:`MaxMinProblem.lp`)."""
+    return build(problem.lp())
+
+
+def _read(live: LiveModel, x: np.ndarray, n: int, T: int) -> np.ndarray:
+    pairs: Pairs = live.layout.pairs
+    cols = live.compiled.columns_of(live.model.alloc, range(len(pairs)))
+    vals = np.zeros(len(pairs))
+    ok = cols >= 0
+    vals[ok] = x[cols[ok]]
+    X = np.zeros((n, T))
+    X[pairs.job, pairs.type] = np.clip(vals, 0.0, 1.0)
+    X[X < 1e-10] = 0.0
+    return X
+
+
+def _session(options: SolveOptions | None) -> Any:
+    from ...pipeline import Session
+    from . import KIND
+
+    return Session(KIND, options or SolveOptions(threads=1))
+
+
+def solve_max_min(problem: MaxMinProblem, options: SolveOptions | None = None) -> MaxMinSolution:
+    """Build and solve one sub-problem (what a worker runs; use ``threads=1`` there)."""
+    session = _session(options)
+    n, T = problem.thr.shape
+    with session.timer("build_s"):
+        built = build_max_min(problem)
+    live = session.open(built)
+    view = live.solve(session.options, LP_METHOD)
+    raw = view.raw
+    timings = {k: session.timings[k] for k in ("build_s", "transfer_s", "solve_s")}
+    if not raw.status.has_solution or raw.x is None:
+        return MaxMinSolution(
+            np.zeros((n, T)), 0.0, raw.status, raw.termination, timings, session.report()
+        )
+    t0 = time.perf_counter()
+    X = _read(live, raw.x, n, T)
+    z = view.value(live.model.z) / built.layout.scale
+    timings["load_s"] = time.perf_counter() - t0
+    return MaxMinSolution(X, z, raw.status, raw.termination, timings, session.report())
+
+
+class PersistentMaxMin:
+    """One max-min LP over a fixed job universe, kept live in HiGHS.
+
+    Jobs are switched on and off with :meth:`set_active` (an inactive job's columns get
+    upper bound 0 and its fairness row is relaxed), so a scheduler that sees arrivals and
+    completions re-solves from the previous basis instead of rebuilding. The
+    normalisation ``norm`` and ``kappa`` do not depend on the active set, so the LP of
+    the active jobs is exactly Gavel's LP of those jobs.
+    """
+
+    def __init__(self, problem: MaxMinProblem, options: SolveOptions | None = None):
+        self.problem = problem
+        self.session = _session(options)
+        self.options = self.session.options
+        t0 = time.perf_counter()
+        with self.session.timer("build_s"):
+            built = build_max_min(problem)
+        self.live = self.session.open(built)
+        self.setup_s = time.perf_counter() - t0
+        self.model = built.model
+        m, cm = self.model, self.live.compiled
+        job = built.layout.pairs.job
+        self._job = job
+        self._cols = cm.columns_of(m.alloc, range(len(job))).astype(np.int32)
+        hm = self.live.highs_model
+        self._fair_rows = np.array(
+            [hm.row(m.c_fair[i]) for i in range(problem.num_jobs)], dtype=np.int32
+        )
+        self.active = np.ones(problem.num_jobs, dtype=bool)
+
+    def set_active(self, active: np.ndarray) -> None:
+        """Make exactly the jobs with ``active[i]`` take part in the next solve."""
+        active = np.asarray(active, dtype=bool)
+        changed = np.nonzero(active != self.active)[0]
+        if len(changed) == 0:
+            return
+        h = self.live.highs_model.highs
+        rows = self._fair_rows[changed]
+        lo = np.where(active[changed], 0.0, -np.inf)
+        h.changeRowsBounds(len(rows), rows, lo, np.full(len(rows), np.inf))
+        pick = np.isin(self._job, changed)
+        cols = self._cols[pick]
+        ok = cols >= 0
+        ub = active[self._job[pick]].astype(float)
+        h.changeColsBounds(int(ok.sum()), cols[ok], np.zeros(int(ok.sum())), ub[ok])
+        self.active = active.copy()
+
+    def solve(self) -> MaxMinSolution:
+        """Re-solve (warm from the previous basis after the first call)."""
+        n, T = self.problem.thr.shape
+        view = self.live.solve(self.options, LP_METHOD, "resolve")
+        raw = view.raw
+        timings: dict[str, Any] = {"solve_s": raw.solve_s}
+        if not raw.status.has_solution or raw.x is None:
+            return MaxMinSolution(np.zeros((n, T)), 0.0, raw.status, raw.termination, timings)
+        X = _read(self.live, raw.x, n, T)
+        X[~self.active] = 0.0
+        z = view.value(self.model.z) / self.live.layout.scale
+        return MaxMinSolution(X, z, raw.status, raw.termination, timings)
