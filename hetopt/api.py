@@ -13,7 +13,7 @@ from . import pipeline
 from .errors import InstanceError
 from .instance import InstanceBase
 from .kinds import get_kind, instance_from_dict, read_instance
-from .kinds.base import Kind, enforce_verification
+from .kinds.base import Kind
 from .options import SolveOptions
 from .result import Result, Verification
 
@@ -73,11 +73,6 @@ def solve(
     kind = kind_of(inst)
     try:
         name = kind.resolve_objective(inst, objective)
-        if not kind.methods:  # TEMPORARY: a kind not yet on the pipeline (issue 12)
-            kind.check_params(params)
-            return pipeline.interruptible(
-                lambda: enforce_verification(kind.solve(inst, name, opts, **params))
-            )
         return pipeline.solve(kind, inst, name, opts, kind.parse_params(params))
     except InstanceError as exc:
         raise (exc.with_source(source) if source and not exc.source else exc) from None
@@ -91,9 +86,6 @@ def build_model(
     kind = kind_of(inst)
     try:
         name = kind.resolve_objective(inst, objective)
-        if not kind.methods:  # TEMPORARY: a kind not yet on the pipeline (issue 12)
-            kind.check_params(params)
-            return kind.build(inst, name, **params)
         return pipeline.build(kind, inst, name, kind.parse_params(params)).model
     except InstanceError as exc:
         raise (exc.with_source(source) if source and not exc.source else exc) from None

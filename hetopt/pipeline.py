@@ -451,7 +451,7 @@ def check(kind: Kind, instance: Any, objective: str, outcome: Outcome) -> Verifi
 
 def verify(kind: Kind, instance: Any, result: Result) -> Verification:
     """The tables checked against the kind's declaration, then the kind's verifier."""
-    problems = check_tables(kind.tables, result.tables) if kind.methods else []  # TEMPORARY
+    problems = check_tables(kind.tables, result.tables)
     if problems:
         return Verification(ok=False, violations=tuple(problems), checks=("declared tables",))
     return kind.verify(instance, result)

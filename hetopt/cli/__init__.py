@@ -278,18 +278,15 @@ def solve(
     try:
         if partitions is not None:
             from ..decompose import solve_decomposed
-            from ..kinds.base import enforce_verification
 
-            result = enforce_verification(
-                solve_decomposed(
-                    file,
-                    objective,
-                    opts,
-                    partitions=partitions,
-                    workers=workers,
-                    scheduler_address=scheduler_address,
-                    **kw,
-                )
+            result = solve_decomposed(
+                file,
+                objective,
+                opts,
+                partitions=partitions,
+                workers=workers,
+                scheduler_address=scheduler_address,
+                **kw,
             )
         else:
             result = api_solve(file, objective, opts, **kw)
@@ -348,9 +345,8 @@ def validate(file: Path, objective: str | None, params: tuple[str, ...]) -> None
     kind = get_kind(inst.kind)
     try:
         name = kind.resolve_objective(inst, objective)
-        if kind.methods:  # TEMPORARY: a kind not yet on the pipeline has no checks
-            parsed = kind.parse_params(_parse_param(params))
-            kind.check(kind.instance_for(inst, parsed), name, parsed)
+        parsed = kind.parse_params(_parse_param(params))
+        kind.check(kind.instance_for(inst, parsed), name, parsed)
     except InstanceError as exc:
         raise exc.with_source(str(file)) if not exc.source else exc from None
     click.echo(f"{file}: valid {inst.kind} instance ({name})")

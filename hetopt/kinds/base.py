@@ -257,16 +257,3 @@ def _type_name(prop: Mapping[str, Any]) -> str:
 
 def _jsonable(v: Any) -> bool:
     return v is None or isinstance(v, str | int | float | bool | list | dict)
-
-
-# ---------------------------------------------------------------------------- TEMPORARY
-# the kinds not yet ported to hetopt.pipeline still import these (issue 12)
-from ._legacy import (  # noqa: E402
-    Extracted,
-    enforce_verification,
-    finish,
-    run_model,
-    verified,
-)
-
-__all__ += ["Extracted", "enforce_verification", "finish", "run_model", "verified"]

@@ -294,6 +294,7 @@ class Throughput(RunMethodBase):
     ) -> Outcome:
         found: dict[str, Any] = {}
         preferred: dict[int, int] = {}
+        cinfo: dict[str, Any] = {}
         if params.config_bound or params.warm_start:
             cinfo, preferred = config_bound(session, instance)
             if params.config_bound:
@@ -325,13 +326,25 @@ class Throughput(RunMethodBase):
         # the details in the order earlier releases reported them: the model's, the
         # stages', HiGHS's counters (of the throughput solve), the solution's
         details = {**method.describe(instance, params, built), **found, **out.details}
+        bound, gap = out.bound, out.gap
+        knapsack = cinfo.get("config_only_bound")
+        if (
+            out.status == Status.FEASIBLE
+            and out.objective_value is not None
+            and knapsack is not None
+            and (bound is None or not np.isfinite(bound) or knapsack < bound)
+        ):
+            # HiGHS stopped before proving a (better) bound: the configuration-only
+            # knapsack relaxes the placement, so its bound holds for the whole problem
+            bound = float(knapsack)
+            gap = abs(bound - out.objective_value) / max(abs(out.objective_value), 1e-9)
         return Outcome(
             out.objective_value,
             out.tables,
             details,
             out.status,
             out.termination,
-            out.bound,
-            out.gap,
+            bound,
+            gap,
             out.timings,
         )
