@@ -1,0 +1,465 @@
+"""The methods of ``llm_serving``: one per (objective, variant), and their extractors.
+
+* :class:`MinCost` (``min_cost``): :func:`formulations.build_min_cost`, one MILP.
+* :class:`Routing` (``min_max_load``): :func:`formulations.build_routing`, one LP over the
+  ``deployed`` instances.
+* :class:`Provision` (``min_max_load`` with ``provision='cost'|'count'``): two stages on one
+  session: the cheapest (or fewest) instances with every utilisation at most the target
+  (:func:`formulations.build_min_cost` in its continuous form), then the routing LP over
+  them.
+* :class:`PdSplit` (``pd_split``): :func:`formulations.build_pd_split`, one MILP.
+
+Extractors recompute every number they report from the solution they read (rates,
+loads, instance counts, the objective), so the reported objective is the one the tables
+have. An instance count is raised to ``ceil(load / target)`` when HiGHS's integrality
+tolerance let a count sit just below the load it carries; the result is then reported as
+``feasible``, not ``optimal``, if that made it costlier than HiGHS's objective.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...contract import UNSET, BuildMethodBase, Built, Outcome, RunMethodBase, SolveView
+from ...errors import InstanceError
+from ...status import Status
+from . import formulations as F
+from .data import LlmArrays, LlmServingInstance, require_tokens
+from .params import LlmServingParams
+
+ROUTING_COLUMNS = ["bucket", "slice", "gpu_type", "rate_rps", "share"]
+TINY = 1e-9
+
+
+def _ceil(x: np.ndarray) -> np.ndarray:
+    """``ceil`` that ignores floating-point noise (2.0000000001 -> 2)."""
+    return np.ceil(x - 1e-9 * np.maximum(1.0, np.abs(x)))
+
+
+def _instances_table(arr: LlmArrays, counts: np.ndarray) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "gpu_type": arr.types,
+            "count": counts.astype(np.int64),
+            "cost_per_hour": counts * arr.cost,
+        }
+    )
+
+
+def _utilization_table(arr: LlmArrays, counts: np.ndarray, load: np.ndarray) -> pd.DataFrame:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        util = np.where(counts > 0, load / np.maximum(counts, 1), 0.0)
+    return pd.DataFrame(
+        {
+            "gpu_type": arr.types,
+            "count": counts.astype(np.int64),
+            "count_used": load,
+            "utilization": util,
+        }
+    )
+
+
+def _routing_frame(rows: list[tuple[str, int, str, float, float]]) -> pd.DataFrame:
+    df = pd.DataFrame(rows, columns=ROUTING_COLUMNS)
+    return df.astype({"slice": np.int64, "rate_rps": float, "share": float})
+
+
+def _split_rows(
+    arr: LlmArrays, pb: np.ndarray, pg: np.ndarray, share: np.ndarray
+) -> tuple[list[tuple[str, int, str, float, float]], np.ndarray]:
+    """Routing rows of fractional shares per (bucket, type) pair, and the load per type.
+
+    Shares below ``TINY`` are dropped and each bucket's shares renormalised to sum to 1;
+    a bucket without any share left keeps one zero-rate row on its first pair.
+    """
+    share = np.clip(share, 0.0, 1.0)
+    share = np.where(share < TINY, 0.0, share)
+    B, G = len(arr.bucket_ids), len(arr.types)
+    tot = np.zeros(B)
+    np.add.at(tot, pb, share)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(tot[pb] > 0, share / tot[pb], 0.0)
+    rows: list[tuple[str, int, str, float, float]] = []
+    load = np.zeros(G)
+    slice_no = np.zeros(B, dtype=np.int64)
+    seen = np.zeros(B, dtype=bool)
+    for k in range(len(pb)):
+        b, g = int(pb[k]), int(pg[k])
+        if share[k] <= 0:
+            continue
+        rate = float(arr.rate[b] * share[k])
+        rows.append((arr.bucket_ids[b], int(slice_no[b]), arr.types[g], rate, float(share[k])))
+        slice_no[b] += 1
+        seen[b] = True
+        load[g] += rate / arr.throughput[b, g]
+    for b in np.nonzero(~seen)[0]:
+        ks = np.nonzero(pb == b)[0]
+        if len(ks):  # a zero-rate bucket (or an unserved one): listed with rate 0
+            rows.append((arr.bucket_ids[b], 0, arr.types[int(pg[ks[0]])], 0.0, 1.0))
+    rows.sort(key=lambda r: (arr.bucket_ids.index(r[0]), r[1]))
+    return rows, load
+
+
+def _finish_counts(
+    arr: LlmArrays,
+    raw_counts: np.ndarray,
+    load: np.ndarray,
+    target: float,
+) -> tuple[np.ndarray, int]:
+    """Counts HiGHS chose, raised to carry their load; and how many were raised."""
+    counts = np.round(raw_counts).astype(np.int64)
+    need = _ceil(load / target).astype(np.int64)
+    raised = int(np.sum(need > counts))
+    return np.maximum(counts, need), raised
+
+
+def _honest(
+    value: float, sol: SolveView, raised: int
+) -> tuple[Status | None, str | None]:
+    """Downgrade to feasible if raising counts made the answer worse than HiGHS's."""
+    if raised and sol.objective is not None:
+        if value > sol.objective + 1e-6 * max(1.0, abs(sol.objective)):
+            return (
+                Status.FEASIBLE,
+                f"{sol.termination}; {raised} instance count(s) raised to carry their load "
+                "(HiGHS integrality tolerance)",
+            )
+    return None, None
+
+
+# ----------------------------------------------------------------------------- min_cost
+class MinCost(BuildMethodBase):
+    """Mélange's ILP (:func:`formulations.build_min_cost`).
+
+    ``slices`` and ``count_weights`` are set by :class:`Provision` for its first stage
+    (continuous slices, one unit per instance when counting); otherwise the parameters
+    decide.
+    """
+
+    def __init__(self, slices: str | None = None, count_weights: bool = False):
+        self.slices = slices
+        self.count_weights = count_weights
+
+    def _slices(self, params: LlmServingParams) -> str:
+        return self.slices or params.slices
+
+    def build(self, instance: LlmServingInstance, params: LlmServingParams) -> Built:
+        arr = instance.arrays
+        weights = np.ones(len(arr.types)) if self.count_weights else None
+        change = 0.0 if self.slices else params.change_cost
+        return F.build_min_cost(
+            arr, self._slices(params), params.target_utilization, change, weights
+        )
+
+    def describe(
+        self, instance: LlmServingInstance, params: LlmServingParams, built: Built
+    ) -> dict[str, Any]:
+        lay: F.MinCostLayout = built.layout
+        out: dict[str, Any] = {
+            "model": f"min_cost/{lay.slices}",
+            "target_utilization": lay.target,
+            "total_rate_rps": float(instance.arrays.rate.sum()),
+        }
+        if lay.slices != "continuous":
+            out["slices"] = len(instance.buckets) * instance.slice_factor
+        if lay.change_cost > 0:
+            out["change_cost_per_instance"] = lay.change_cost
+        return out
+
+    def extract(
+        self,
+        instance: LlmServingInstance,
+        params: LlmServingParams,
+        built: Built,
+        solution: SolveView,
+    ) -> Outcome:
+        arr = instance.arrays
+        lay: F.MinCostLayout = built.layout
+        m = built.model
+        Fs = arr.slice_factor
+        G = len(arr.types)
+        rows: list[tuple[str, int, str, float, float]] = []
+        load = np.zeros(G)
+        if lay.slices == "continuous":
+            share = solution.values(m.share, range(len(lay.pair_bucket)))
+            rows, load = _split_rows(arr, lay.pair_bucket, lay.pair_type, share)
+        else:
+            if lay.slices == "aggregated":
+                per_pair = np.round(solution.values(m.n_slices, range(len(lay.pair_bucket))))
+                slots = [
+                    (int(k), s)
+                    for k in range(len(lay.pair_bucket))
+                    for s in range(int(max(per_pair[k], 0)))
+                ]
+                # number a bucket's slices consecutively over its pairs
+                counter: dict[int, int] = {}
+                picked = []
+                for k, _ in slots:
+                    b = int(lay.pair_bucket[k])
+                    picked.append((k, counter.get(b, 0)))
+                    counter[b] = counter.get(b, 0) + 1
+            else:
+                x = solution.values(m.assign, range(len(lay.col_pair)))
+                picked = [
+                    (int(lay.col_pair[j]), int(lay.col_slice[j])) for j in np.nonzero(x > 0.5)[0]
+                ]
+            for k, s in picked:
+                b, g = int(lay.pair_bucket[k]), int(lay.pair_type[k])
+                rate = float(arr.rate[b] / Fs)
+                rows.append((arr.bucket_ids[b], s, arr.types[g], rate, 1.0 / Fs))
+                load[g] += rate / arr.throughput[b, g]
+            order = {b: i for i, b in enumerate(arr.bucket_ids)}
+            rows.sort(key=lambda r: (order[r[0]], r[1]))
+        raw = solution.values(m.count, range(G))
+        counts, raised = _finish_counts(arr, raw, load, lay.target)
+        serving = float(counts @ arr.cost)
+        changes = float(np.abs(counts - arr.deployed).sum()) if lay.change_cost > 0 else 0.0
+        value = float(counts @ lay.weights) + lay.change_cost * changes
+        util = _utilization_table(arr, counts, load)
+        details: dict[str, Any] = {
+            "serving_cost_per_hour": serving,
+            "instances_total": int(counts.sum()),
+            "max_utilization": float(util["utilization"].max()) if G else 0.0,
+        }
+        if lay.change_cost > 0:
+            details["change_cost"] = lay.change_cost * changes
+            details["instances_changed"] = int(changes)
+        if raised:
+            details["counts_raised"] = raised
+        status, termination = _honest(value, solution, raised)
+        tables = {
+            "instances": _instances_table(arr, counts),
+            "routing": _routing_frame(rows),
+            "utilization": util,
+        }
+        return Outcome(value, tables, details, status=status, termination=termination)
+
+
+# ----------------------------------------------------------------------------- routing
+def _deployed(instance: LlmServingInstance) -> np.ndarray:
+    if instance.deployed is None:
+        raise InstanceError(
+            "min_max_load routes over the deployed instances: give deployed {type: count} "
+            "(or solve with -p provision=cost)",
+            "deployed",
+        )
+    return instance.arrays.deployed
+
+
+def routing_outcome(
+    arr: LlmArrays, built: Built, solution: SolveView
+) -> tuple[float, pd.DataFrame, pd.DataFrame, np.ndarray]:
+    """Routing rows, utilisation table, largest utilisation and loads of a routing LP."""
+    lay: F.RoutingLayout = built.layout
+    route = solution.values(built.model.route, range(len(lay.pair_bucket)))
+    rate = arr.rate[lay.pair_bucket]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(rate > 0, route / rate, 0.0)
+    # buckets of rate 0 have no positive route: list them on their first deployed pair
+    rows, load = _split_rows(arr, lay.pair_bucket, lay.pair_type, share)
+    util = _utilization_table(arr, lay.counts, load)
+    return float(util["utilization"].max()), _routing_frame(rows), util, load
+
+
+class Routing(BuildMethodBase):
+    """Block's routing LP over the ``deployed`` instances (:func:`formulations.build_routing`)."""
+
+    def build(self, instance: LlmServingInstance, params: LlmServingParams) -> Built:
+        return F.build_routing(instance.arrays, _deployed(instance))
+
+    def describe(
+        self, instance: LlmServingInstance, params: LlmServingParams, built: Built
+    ) -> dict[str, Any]:
+        return {"model": "routing", "total_rate_rps": float(instance.arrays.rate.sum())}
+
+    def extract(
+        self,
+        instance: LlmServingInstance,
+        params: LlmServingParams,
+        built: Built,
+        solution: SolveView,
+    ) -> Outcome:
+        arr = instance.arrays
+        value, routing, util, _ = routing_outcome(arr, built, solution)
+        counts = built.layout.counts
+        details = {
+            "max_utilization": value,
+            "serving_cost_per_hour": float(counts @ arr.cost),
+            "instances_total": int(counts.sum()),
+        }
+        tables = {
+            "instances": _instances_table(arr, counts),
+            "routing": routing,
+            "utilization": util,
+        }
+        return Outcome(value, tables, details)
+
+
+class Provision(RunMethodBase):
+    """Auto-provisioning (``min_max_load`` with ``provision='cost'|'count'``).
+
+    Stage ``provision``: the cheapest (or fewest) instances such that a routing with every
+    utilisation at most ``target_utilization`` exists (the continuous ``min_cost`` model).
+    Stage ``routing``: the routing LP over those instances, minimising the largest
+    utilisation. The objective is stage 1's ($/h or instances).
+    """
+
+    def __init__(self, by: str):
+        self.by = by
+        self.stage1 = MinCost(slices="continuous", count_weights=by == "count")
+
+    def build(self, instance: LlmServingInstance, params: LlmServingParams) -> Built:
+        return self.stage1.build(instance, params)
+
+    def run(self, session: Any, instance: LlmServingInstance, params: LlmServingParams) -> Outcome:
+        arr = instance.arrays
+        first, _ = session.solve_method(self.stage1, instance, params, stage="provision")
+        first.details["model"] = f"provision/{self.by}"
+        first.details.pop("max_utilization", None)
+        if first.status is None or not first.status.has_solution:
+            return first
+        counts = first.tables["instances"]["count"].to_numpy(dtype=np.int64)
+        with session.timer("build_s"):
+            built = F.build_routing(arr, counts)
+        live = session.open(built)
+        view = live.solve(session.remaining(), stage="routing")
+        details = dict(first.details)
+        details["routing_status"] = view.status.value
+        tables = dict(first.tables)
+        if view.status.has_solution:
+            with session.timer("load_s"):
+                umax, routing, util, _ = routing_outcome(arr, built, view)
+            tables["routing"] = routing
+            tables["utilization"] = util
+            details["max_utilization"] = umax
+        else:
+            details["max_utilization"] = float(first.tables["utilization"]["utilization"].max())
+        return Outcome(
+            first.objective_value,
+            tables,
+            details,
+            status=first.status,
+            termination=first.termination,
+            bound=first.bound if first.bound is not UNSET else None,
+            gap=first.gap if first.gap is not UNSET else None,
+        )
+
+
+# ----------------------------------------------------------------------------- pd_split
+class PdSplit(BuildMethodBase):
+    """Prefill and decode pools (:func:`formulations.build_pd_split`)."""
+
+    def build(self, instance: LlmServingInstance, params: LlmServingParams) -> Built:
+        return F.build_pd_split(instance, params.target_utilization)
+
+    def describe(
+        self, instance: LlmServingInstance, params: LlmServingParams, built: Built
+    ) -> dict[str, Any]:
+        lay: F.PdLayout = built.layout
+        out: dict[str, Any] = {
+            "model": "pd_split",
+            "target_utilization": lay.target,
+            "prefill_tokens_s": lay.prefill_tokens_s,
+            "decode_tokens_s": lay.decode_tokens_s,
+            "total_rate_rps": float(instance.arrays.rate.sum()),
+        }
+        if instance.kv_gb_per_token is not None:
+            out["kv_transfer_gb_s"] = instance.kv_gb_per_token * lay.prefill_tokens_s
+        return out
+
+    def extract(
+        self,
+        instance: LlmServingInstance,
+        params: LlmServingParams,
+        built: Built,
+        solution: SolveView,
+    ) -> Outcome:
+        arr = instance.arrays
+        lay: F.PdLayout = built.layout
+        m = built.model
+        gpus = instance.gpus
+        tin, tout = require_tokens(instance)
+        kv = instance.kv_gb_per_token
+        inst_rows: list[tuple[str, str, int, float]] = []
+        pool_rows: list[tuple[str, str, int, float, float, float]] = []
+        routing: list[tuple[str, int, str, str, float, float]] = []
+        raised_total = 0
+        power = 0.0
+        cost = 0.0
+        for pool, types, nvar, svar, total, caps, tokens in (
+            ("prefill", lay.pre_types, m.n_prefill, m.share_prefill, lay.prefill_tokens_s, lay.pre_capacity, tin),
+            ("decode", lay.dec_types, m.n_decode, m.share_decode, lay.decode_tokens_s, lay.dec_capacity, tout),
+        ):
+            T = len(types)
+            if not T:
+                continue
+            share = np.clip(solution.values(svar, range(T)), 0.0, 1.0)
+            share = np.where(share < TINY, 0.0, share)
+            share = share / share.sum() if share.sum() > 0 else np.eye(T)[0]
+            need = share * total / caps
+            if kv is not None:
+                link = np.array(
+                    [gpus[j].kv_link_gb_s or math.inf for j in types], dtype=float
+                )
+                need = np.maximum(need, share * kv * lay.prefill_tokens_s / link)
+            raw = np.round(solution.values(nvar, range(T))).astype(np.int64)
+            want = _ceil(need).astype(np.int64)
+            raised_total += int(np.sum(want > raw))
+            counts = np.maximum(raw, want)
+            for i, j in enumerate(types):
+                g = gpus[int(j)]
+                raw_cap = caps[i] / lay.target
+                tok = float(share[i] * total)
+                inst_rows.append((g.type, pool, int(counts[i]), float(counts[i] * g.cost_per_hour)))
+                util = tok / (counts[i] * raw_cap) if counts[i] > 0 else 0.0
+                pool_rows.append((pool, g.type, int(counts[i]), tok, float(counts[i] * raw_cap), util))
+                cost += counts[i] * g.cost_per_hour
+                power += counts[i] * (g.power_w or 0.0)
+            for b, bid in enumerate(arr.bucket_ids):
+                k = 0
+                for i, j in enumerate(types):
+                    if share[i] > 0:
+                        routing.append(
+                            (bid, k, gpus[int(j)].type, pool, float(arr.rate[b] * share[i]), float(share[i]))
+                        )
+                        k += 1
+        del tokens
+        value = float(cost)
+        status, termination = _honest(value, solution, raised_total)
+        rdf = pd.DataFrame(
+            routing, columns=["bucket", "slice", "gpu_type", "pool", "rate_rps", "share"]
+        ).astype({"slice": np.int64, "rate_rps": float, "share": float})
+        if rdf.empty:  # a workload without tokens: every bucket listed with rate 0
+            rdf = pd.DataFrame(
+                {
+                    "bucket": arr.bucket_ids,
+                    "slice": np.zeros(len(arr.bucket_ids), dtype=np.int64),
+                    "gpu_type": [next(iter(b.throughput_rps)) for b in instance.buckets],
+                    "pool": "prefill",
+                    "rate_rps": arr.rate * 0.0,
+                    "share": np.ones(len(arr.bucket_ids)),
+                }
+            )
+        tables = {
+            "instances": pd.DataFrame(
+                inst_rows, columns=["gpu_type", "pool", "count", "cost_per_hour"]
+            ).astype({"count": np.int64, "cost_per_hour": float}),
+            "routing": rdf,
+            "pools": pd.DataFrame(
+                pool_rows,
+                columns=["pool", "gpu_type", "count", "tokens_s", "capacity_tokens_s", "utilization"],
+            ).astype({"count": np.int64}),
+        }
+        details: dict[str, Any] = {
+            "serving_cost_per_hour": value,
+            "instances_total": int(tables["instances"]["count"].sum()),
+        }
+        if instance.power_cap_w is not None:
+            details["power_w"] = float(power)
+        if raised_total:
+            details["counts_raised"] = raised_total
+        return Outcome(value, tables, details, status=status, termination=termination)
