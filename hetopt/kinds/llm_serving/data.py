@@ -115,7 +115,8 @@ class LlmServingInstance(InstanceBase):
             for i, g in enumerate(self.gpus):
                 if g.type in seen:
                     raise fail(
-                        f"gpus[{i}].type", f"duplicate GPU type {g.type!r} (also gpus[{seen[g.type]}])"
+                        f"gpus[{i}].type",
+                        f"duplicate GPU type {g.type!r} (also gpus[{seen[g.type]}])",
                     )
                 seen[g.type] = i
         id_positions(self.buckets, "buckets", "bucket")

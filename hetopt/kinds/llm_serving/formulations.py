@@ -15,6 +15,7 @@ exported LP/MPS file has the objective the result reports.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyomo.environ as pyo
@@ -27,7 +28,7 @@ from .data import LlmArrays, LlmServingInstance, require_tokens
 INF = float("inf")
 
 
-def _ub(avail: float) -> float | None:
+def _ub(avail: float | np.floating) -> float | None:
     return None if not np.isfinite(avail) else float(avail)
 
 
@@ -82,7 +83,9 @@ def build_min_cost(
     m = pyo.ConcreteModel(name=f"llm_serving_min_cost_{slices}")
     m.TYPES = pyo.RangeSet(0, G - 1)
     m.count = pyo.Var(
-        m.TYPES, domain=pyo.NonNegativeIntegers, bounds=lambda _, g: (0, _ub(arr.available[g]))
+        m.TYPES,
+        domain=pyo.NonNegativeIntegers,
+        bounds=lambda _, g: (0, _ub(float(arr.available[g]))),
     )
     m.PAIRS = pyo.RangeSet(0, K - 1)
     col_pair = np.arange(K)
@@ -289,7 +292,10 @@ def build_pd_split(inst: LlmServingInstance, target: float = 1.0) -> Built:
             continue
         xs = [*shares, *ns]
         m.add_component(
-            f"c_{name}_share", LinearRows.from_coo(np.zeros(T, int), np.arange(T), np.ones(T), 1, np.ones(1), np.ones(1), xs)
+            f"c_{name}_share",
+            LinearRows.from_coo(
+                np.zeros(T, int), np.arange(T), np.ones(T), 1, np.ones(1), np.ones(1), xs
+            ),
         )
         m.add_component(
             f"c_{name}_cap",
@@ -325,7 +331,7 @@ def build_pd_split(inst: LlmServingInstance, target: float = 1.0) -> Built:
     pos_pre = {int(j): i for i, j in enumerate(pre)}
     pos_dec = {int(j): i for i, j in enumerate(dec)}
 
-    def pool_sum(j: int, weight: float) -> object:
+    def pool_sum(j: int, weight: float) -> Any:
         terms = []
         if j in pos_pre:
             terms.append(weight * m.n_prefill[pos_pre[j]])

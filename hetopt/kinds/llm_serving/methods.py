@@ -28,7 +28,7 @@ from ...contract import UNSET, BuildMethodBase, Built, Outcome, RunMethodBase, S
 from ...errors import InstanceError
 from ...status import Status
 from . import formulations as F
-from .data import LlmArrays, LlmServingInstance, require_tokens
+from .data import LlmArrays, LlmServingInstance
 from .params import LlmServingParams
 
 ROUTING_COLUMNS = ["bucket", "slice", "gpu_type", "rate_rps", "share"]
@@ -96,10 +96,10 @@ def _split_rows(
         slice_no[b] += 1
         seen[b] = True
         load[g] += rate / arr.throughput[b, g]
-    for b in np.nonzero(~seen)[0]:
-        ks = np.nonzero(pb == b)[0]
+    for z in np.nonzero(~seen)[0]:
+        ks = np.nonzero(pb == z)[0]
         if len(ks):  # a zero-rate bucket (or an unserved one): listed with rate 0
-            rows.append((arr.bucket_ids[b], 0, arr.types[int(pg[ks[0]])], 0.0, 1.0))
+            rows.append((arr.bucket_ids[int(z)], 0, arr.types[int(pg[ks[0]])], 0.0, 1.0))
     rows.sort(key=lambda r: (arr.bucket_ids.index(r[0]), r[1]))
     return rows, load
 
@@ -117,17 +117,15 @@ def _finish_counts(
     return np.maximum(counts, need), raised
 
 
-def _honest(
-    value: float, sol: SolveView, raised: int
-) -> tuple[Status | None, str | None]:
+def _honest(value: float, sol: SolveView, raised: int) -> tuple[Status | None, str | None]:
     """Downgrade to feasible if raising counts made the answer worse than HiGHS's."""
-    if raised and sol.objective is not None:
-        if value > sol.objective + 1e-6 * max(1.0, abs(sol.objective)):
-            return (
-                Status.FEASIBLE,
-                f"{sol.termination}; {raised} instance count(s) raised to carry their load "
-                "(HiGHS integrality tolerance)",
-            )
+    obj = sol.objective
+    if raised and obj is not None and value > obj + 1e-6 * max(1.0, abs(obj)):
+        return (
+            Status.FEASIBLE,
+            f"{sol.termination}; {raised} instance count(s) raised to carry their load "
+            "(HiGHS integrality tolerance)",
+        )
     return None, None
 
 
@@ -382,7 +380,6 @@ class PdSplit(BuildMethodBase):
         lay: F.PdLayout = built.layout
         m = built.model
         gpus = instance.gpus
-        tin, tout = require_tokens(instance)
         kv = instance.kv_gb_per_token
         inst_rows: list[tuple[str, str, int, float]] = []
         pool_rows: list[tuple[str, str, int, float, float, float]] = []
@@ -390,9 +387,23 @@ class PdSplit(BuildMethodBase):
         raised_total = 0
         power = 0.0
         cost = 0.0
-        for pool, types, nvar, svar, total, caps, tokens in (
-            ("prefill", lay.pre_types, m.n_prefill, m.share_prefill, lay.prefill_tokens_s, lay.pre_capacity, tin),
-            ("decode", lay.dec_types, m.n_decode, m.share_decode, lay.decode_tokens_s, lay.dec_capacity, tout),
+        for pool, types, nvar, svar, total, caps in (
+            (
+                "prefill",
+                lay.pre_types,
+                m.n_prefill,
+                m.share_prefill,
+                lay.prefill_tokens_s,
+                lay.pre_capacity,
+            ),
+            (
+                "decode",
+                lay.dec_types,
+                m.n_decode,
+                m.share_decode,
+                lay.decode_tokens_s,
+                lay.dec_capacity,
+            ),
         ):
             T = len(types)
             if not T:
@@ -402,9 +413,7 @@ class PdSplit(BuildMethodBase):
             share = share / share.sum() if share.sum() > 0 else np.eye(T)[0]
             need = share * total / caps
             if kv is not None:
-                link = np.array(
-                    [gpus[j].kv_link_gb_s or math.inf for j in types], dtype=float
-                )
+                link = np.array([gpus[j].kv_link_gb_s or math.inf for j in types], dtype=float)
                 need = np.maximum(need, share * kv * lay.prefill_tokens_s / link)
             raw = np.round(solution.values(nvar, range(T))).astype(np.int64)
             want = _ceil(need).astype(np.int64)
@@ -416,7 +425,9 @@ class PdSplit(BuildMethodBase):
                 tok = float(share[i] * total)
                 inst_rows.append((g.type, pool, int(counts[i]), float(counts[i] * g.cost_per_hour)))
                 util = tok / (counts[i] * raw_cap) if counts[i] > 0 else 0.0
-                pool_rows.append((pool, g.type, int(counts[i]), tok, float(counts[i] * raw_cap), util))
+                pool_rows.append(
+                    (pool, g.type, int(counts[i]), tok, float(counts[i] * raw_cap), util)
+                )
                 cost += counts[i] * g.cost_per_hour
                 power += counts[i] * (g.power_w or 0.0)
             for b, bid in enumerate(arr.bucket_ids):
@@ -424,10 +435,16 @@ class PdSplit(BuildMethodBase):
                 for i, j in enumerate(types):
                     if share[i] > 0:
                         routing.append(
-                            (bid, k, gpus[int(j)].type, pool, float(arr.rate[b] * share[i]), float(share[i]))
+                            (
+                                bid,
+                                k,
+                                gpus[int(j)].type,
+                                pool,
+                                float(arr.rate[b] * share[i]),
+                                float(share[i]),
+                            )
                         )
                         k += 1
-        del tokens
         value = float(cost)
         status, termination = _honest(value, solution, raised_total)
         rdf = pd.DataFrame(
@@ -451,7 +468,14 @@ class PdSplit(BuildMethodBase):
             "routing": rdf,
             "pools": pd.DataFrame(
                 pool_rows,
-                columns=["pool", "gpu_type", "count", "tokens_s", "capacity_tokens_s", "utilization"],
+                columns=[
+                    "pool",
+                    "gpu_type",
+                    "count",
+                    "tokens_s",
+                    "capacity_tokens_s",
+                    "utilization",
+                ],
             ).astype({"count": np.int64}),
         }
         details: dict[str, Any] = {

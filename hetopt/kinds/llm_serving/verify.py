@@ -17,7 +17,6 @@ never the Pyomo model, the numpy views or the formulation's layout. It re-derive
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
@@ -68,7 +67,7 @@ def verify(
             problems.append(f"instances: unknown GPU type {t!r}")
             continue
         n = r["count"]
-        if isinstance(n, float) and not float(n).is_integer() or int(n) < 0:
+        if (isinstance(n, float) and not float(n).is_integer()) or int(n) < 0:
             problems.append(f"instances: {t} count {n} is not a whole number >= 0")
             continue
         n = int(n)
@@ -134,7 +133,9 @@ def verify(
             got = rates.get((bid, pool), 0.0)
             if not _close(got, b.rate_rps, 1e-9):
                 where = f" ({pool})" if pool else ""
-                problems.append(f"bucket {bid}{where}: {got:.9g} req/s routed, rate is {b.rate_rps}")
+                problems.append(
+                    f"bucket {bid}{where}: {got:.9g} req/s routed, rate is {b.rate_rps}"
+                )
         if not pd_split and not any(k[0] == bid for k in rates):
             problems.append(f"bucket {bid} is missing from the routing table")
     if pd_split:
@@ -147,10 +148,12 @@ def verify(
     if model in ("min_cost/aggregated", "min_cost/binary"):
         checks.append("slices")
         for bid, b in buckets.items():
-            got = sorted(slices_seen.get(bid, []))
-            if [s for s, _ in got] != list(range(Fs)):
-                problems.append(f"bucket {bid}: slices {[s for s, _ in got]}, expected 0..{Fs - 1}")
-            elif any(not _close(rt, b.rate_rps / Fs, 1e-9) for _, rt in got):
+            seen = sorted(slices_seen.get(bid, []))
+            if [s for s, _ in seen] != list(range(Fs)):
+                problems.append(
+                    f"bucket {bid}: slices {[s for s, _ in seen]}, expected 0..{Fs - 1}"
+                )
+            elif any(not _close(rt, b.rate_rps / Fs, 1e-9) for _, rt in seen):
                 problems.append(f"bucket {bid}: a slice's rate is not {b.rate_rps}/{Fs}")
 
     # ---- capacity and objective
@@ -181,7 +184,7 @@ def verify(
                         f"{g.kv_link_gb_s} x {n} instances"
                     )
             power += n * (g.power_w or 0.0)
-        for (t, pool) in tokens:
+        for t, pool in tokens:
             if (t, pool) not in counts and tokens[(t, pool)] > ABS:
                 problems.append(f"{pool} tokens routed to {t}, which has no {pool} pool")
         if instance.power_cap_w is not None:
@@ -244,7 +247,3 @@ def verify(
         violations=tuple(problems),
         checks=tuple(checks),
     )
-
-
-def _is_num(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
