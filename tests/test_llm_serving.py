@@ -215,8 +215,14 @@ def test_change_cost_keeps_instances_when_stopping_costs_more() -> None:
 BAD = [
     (lambda d: d["buckets"][0].update(rate_rps=-1.0), "buckets[0].rate_rps"),
     (lambda d: d["buckets"][1].update(throughput_rps={}), "buckets[1].throughput_rps"),
-    (lambda d: d["buckets"][0]["throughput_rps"].update(H100=3.0), "buckets[0].throughput_rps.H100"),
-    (lambda d: d["buckets"][0]["throughput_rps"].update(A10G=0.0), "buckets[0].throughput_rps.A10G"),
+    (
+        lambda d: d["buckets"][0]["throughput_rps"].update(H100=3.0),
+        "buckets[0].throughput_rps.H100",
+    ),
+    (
+        lambda d: d["buckets"][0]["throughput_rps"].update(A10G=0.0),
+        "buckets[0].throughput_rps.A10G",
+    ),
     (lambda d: d.update(deployed={"H100": 1}), "deployed.H100"),
     (lambda d: d.update(deployed={"A10G": -1}), "deployed.A10G"),
     (lambda d: d["gpus"].append(dict(d["gpus"][0])), "gpus[2].type"),
@@ -342,8 +348,13 @@ def test_verifier_rejects_tampered_solutions() -> None:
         v = _tampered(r, table, edit)
         assert not v.ok, edit.__name__
     wrong = hetopt.Result(
-        r.kind, r.objective, r.status, r.termination, r.objective_value + 1.0,
-        tables=r.tables, info=r.info,
+        r.kind,
+        r.objective,
+        r.status,
+        r.termination,
+        r.objective_value + 1.0,
+        tables=r.tables,
+        info=r.info,
     )
     assert not hetopt.verify(MELANGE, wrong).ok
 
