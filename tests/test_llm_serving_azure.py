@@ -8,6 +8,7 @@ and the rates exactly.
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 from datetime import datetime
@@ -160,7 +161,7 @@ def test_trace_periods_cover_every_request() -> None:
     assert total == pytest.approx(300)
     assert periods[0].start_s == 0.0
     assert all(
-        a.start_s + a.length_s == pytest.approx(b.start_s) for a, b in zip(periods, periods[1:])
+        a.start_s + a.length_s == pytest.approx(b.start_s) for a, b in itertools.pairwise(periods)
     )
 
 
