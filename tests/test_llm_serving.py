@@ -56,6 +56,11 @@ def test_melange_published_example(slices: str, slice_factor: int, expected: flo
     assert r.status == Status.OPTIMAL and r.verification.ok, r.verification.violations
     assert r.objective_value == pytest.approx(expected, abs=1e-9)
     assert r.info["model"] == f"min_cost/{slices}"
+    # the continuous limit's counts (1 + 1) cannot hold integer slices: the full ILP runs
+    assert r.info["stages"] == "relaxation+slices+full"
+    assert r.info["relaxation_bound"] == pytest.approx(4.68)
+    direct = hetopt.solve(melange(slice_factor), slices=slices, two_stage=False)
+    assert direct.objective_value == pytest.approx(expected, abs=1e-9)
     counts = dict(zip(r.instances["gpu_type"], r.instances["count"], strict=True))
     if slice_factor == 1:  # the README's recommendation
         assert counts == {"A10G": 3, "A100-80GB": 1}
@@ -183,13 +188,14 @@ def test_brute_force_up_to_three_types(seed: int) -> None:
     d["slice_factor"] = rng.choice([1, 2, 3])
     target = rng.choice([1.0, 0.75])
     expected = brute_force_min_cost(d, target)
-    for slices in ("aggregated", "binary"):
-        r = hetopt.solve(d, slices=slices, target_utilization=target)
+    for slices, two_stage in (("aggregated", True), ("aggregated", False), ("binary", True)):
+        r = hetopt.solve(d, slices=slices, two_stage=two_stage, target_utilization=target)
         if expected is None:
             assert r.status == Status.INFEASIBLE, (slices, r.objective_value)
             continue
         assert r.status == Status.OPTIMAL and r.verification.ok, r.verification.violations
         assert r.objective_value == pytest.approx(expected, abs=1e-6), (slices, d)
+        assert ("stages" in r.info) == two_stage
 
 
 # ----------------------------------------------------------------------------- change cost

@@ -25,7 +25,7 @@ from ...result import Result, Verification
 from ..base import Kind, Objective
 from . import verify as V
 from .data import Bucket, GpuType, LlmServingInstance, Trace
-from .methods import MinCost, PdSplit, Provision, Routing
+from .methods import MinCost, PdSplit, Provision, Routing, TwoStageMinCost
 from .params import APPLIES_TO, LlmServingParams
 
 __all__ = [
@@ -129,6 +129,17 @@ DETAILS = (
         "types whose count was raised above HiGHS's to carry their load (integrality tolerance)",
     ),
     Detail("routing_status", "str", "provisioning: status of the second (routing) stage"),
+    Detail(
+        "stages",
+        "str",
+        "min_cost two-stage: the stages solved (relaxation, slices within its counts, full ILP)",
+    ),
+    Detail(
+        "relaxation_bound",
+        "float",
+        "min_cost two-stage: lower bound from the continuous limit",
+        "$/h",
+    ),
     Detail("prefill_tokens_s", "float", "pd_split: prompt tokens/s to cover", "tokens/s"),
     Detail("decode_tokens_s", "float", "pd_split: generated tokens/s to cover", "tokens/s"),
     Detail("kv_transfer_gb_s", "float", "pd_split: KV cache sent prefill -> decode", "GB/s"),
@@ -136,7 +147,7 @@ DETAILS = (
 )
 
 
-VARIANT_PARAM = {"min_max_load": "provision"}
+VARIANT_PARAM = {"min_max_load": "provision", "min_cost": "min_cost_method"}
 """Objective -> the parameter that picks among its methods (``variants``)."""
 
 
@@ -177,11 +188,14 @@ class LlmServingKind(Kind):
     variants: ClassVar[dict[tuple[str, str], Method]] = {
         ("min_max_load", "cost"): Provision("cost"),
         ("min_max_load", "count"): Provision("count"),
+        ("min_cost", "two_stage"): TwoStageMinCost(),
     }
     tables = (INSTANCES, ROUTING, UTILIZATION, POOLS)
     details = DETAILS
 
     def method_for(self, objective: str, instance: Any, params: Any) -> Method:
+        """The objective's method; a parameter picks among variants (``VARIANT_PARAM``);
+        parameters that do not apply to the objective are a usage error."""
         given = set(params.model_fields_set) - APPLIES_TO.get(objective, frozenset())
         if given:
             raise UsageError(

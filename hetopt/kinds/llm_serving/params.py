@@ -11,7 +11,7 @@ from ...contract import Params
 # objective -> parameters that change what it solves (a parameter given explicitly for an
 # objective it does not apply to is a usage error, not silently ignored)
 APPLIES_TO: dict[str, frozenset[str]] = {
-    "min_cost": frozenset({"slices", "target_utilization", "change_cost"}),
+    "min_cost": frozenset({"slices", "two_stage", "target_utilization", "change_cost"}),
     "min_max_load": frozenset({"provision", "target_utilization"}),
     "pd_split": frozenset({"target_utilization"}),
 }
@@ -26,6 +26,14 @@ class LlmServingParams(Params):
             "min_cost: 'aggregated' (integer number of a bucket's slices per type), 'binary' "
             "(Melange's one binary per slice and type; same optimum) or 'continuous' (the "
             "limit slice_factor -> infinity: a bucket's rate splits freely over types)"
+        ),
+    )
+    two_stage: bool = Field(
+        True,
+        description=(
+            "min_cost with integer slices: solve the continuous limit first (a lower bound) "
+            "and look for integer slices within its instance counts before the full ILP; "
+            "false: the slice ILP directly"
         ),
     )
     target_utilization: float = Field(
@@ -53,3 +61,8 @@ class LlmServingParams(Params):
             "current plan; hourly re-solves)"
         ),
     )
+
+    @property
+    def min_cost_method(self) -> str:
+        """``"two_stage"`` (integer slices, relaxation first) or ``"direct"``."""
+        return "two_stage" if self.two_stage and self.slices != "continuous" else "direct"
