@@ -161,3 +161,28 @@ def test_provisioning_matches_brute_force(seed: int) -> None:
     balanced = reference_min_max_load({**d, "deployed": counts}) if sum(counts.values()) else 0
     assert r.info["max_utilization"] == pytest.approx(balanced, abs=1e-7)
     assert r.info["max_utilization"] <= target + 1e-7
+
+
+@pytest.mark.parametrize(
+    ("objective", "params"),
+    [
+        ("min_cost", {}),
+        ("min_cost", {"slices": "binary"}),
+        ("min_cost", {"slices": "continuous"}),
+        ("min_max_load", {}),
+        ("min_max_load", {"provision": "cost"}),
+        ("pd_split", {}),
+    ],
+)
+def test_zero_workload_lists_every_bucket(objective: str, params: dict) -> None:
+    """No requests: nothing to rent, and every bucket still appears (rate 0) in the
+    routing, also when nothing that could serve it is deployed."""
+    d = json.loads((DIR / "pd_split_example.json").read_text())
+    for b in d["buckets"]:
+        b["rate_rps"] = 0.0
+    d["deployed"] = {"A10G": 0}
+    r = hetopt.solve(d, objective, **params)
+    assert r.status == Status.OPTIMAL and r.verification.ok, r.verification.violations
+    assert r.objective_value == 0.0
+    assert set(r.routing["bucket"]) == {"short", "long"}
+    assert (r.routing["rate_rps"] == 0).all()

@@ -102,9 +102,10 @@ def _split_rows(
         seen[b] = True
         load[g] += rate / arr.throughput[b, g]
     for z in np.nonzero(~seen)[0]:
+        # a zero-rate bucket: listed with rate 0 on its first pair (or first servable type)
         ks = np.nonzero(pb == z)[0]
-        if len(ks):  # a zero-rate bucket (or an unserved one): listed with rate 0
-            rows.append((arr.bucket_ids[int(z)], 0, arr.types[int(pg[ks[0]])], 0.0, 1.0))
+        g0 = int(pg[ks[0]]) if len(ks) else int(np.nonzero(~np.isnan(arr.throughput[z]))[0][0])
+        rows.append((arr.bucket_ids[int(z)], 0, arr.types[g0], 0.0, 1.0))
     rows.sort(key=lambda r: (arr.bucket_ids.index(r[0]), r[1]))
     return rows, load
 
