@@ -11,9 +11,12 @@
 
 Extractors recompute every number they report from the solution they read (rates,
 loads, instance counts, the objective), so the reported objective is the one the tables
-have. An instance count is raised to ``ceil(load / target)`` when HiGHS's integrality
-tolerance let a count sit just below the load it carries; the result is then reported as
+have. An instance count is raised to the load it carries when HiGHS's solution overloads
+it by more than the row tolerance :data:`FEAS_TOL`; the result is then reported as
 ``feasible``, not ``optimal``, if that made it costlier than HiGHS's objective.
+
+* :class:`TwoStageMinCost` (``min_cost`` with integer slices, the default): the continuous
+  limit's bound first, then integer slices within its counts, then the full ILP.
 """
 
 from __future__ import annotations
@@ -40,9 +43,10 @@ FEAS_TOL = 1e-6
 The verifier accepts it too (``verify.REL``)."""
 
 
-def _ceil(x: np.ndarray) -> np.ndarray:
-    """Instances needed for a load of ``x`` instances, within :data:`FEAS_TOL`."""
-    return np.ceil(np.maximum(x - FEAS_TOL, 0.0) - 1e-12)
+def _needed(load: np.ndarray, target: float) -> np.ndarray:
+    """Instances needed to carry ``load`` instances' worth of work at utilisation
+    ``target``, allowing the row tolerance :data:`FEAS_TOL`."""
+    return np.ceil(np.maximum(load - FEAS_TOL, 0.0) / target - 1e-12)
 
 
 def _instances_table(arr: LlmArrays, counts: np.ndarray) -> pd.DataFrame:
@@ -106,7 +110,8 @@ def _split_rows(
         ks = np.nonzero(pb == z)[0]
         g0 = int(pg[ks[0]]) if len(ks) else int(np.nonzero(~np.isnan(arr.throughput[z]))[0][0])
         rows.append((arr.bucket_ids[int(z)], 0, arr.types[g0], 0.0, 1.0))
-    rows.sort(key=lambda r: (arr.bucket_ids.index(r[0]), r[1]))
+    order = {b: i for i, b in enumerate(arr.bucket_ids)}
+    rows.sort(key=lambda r: (order[r[0]], r[1]))
     return rows, load
 
 
@@ -118,7 +123,7 @@ def _finish_counts(
 ) -> tuple[np.ndarray, int]:
     """Counts HiGHS chose, raised to carry their load; and how many were raised."""
     counts = np.round(raw_counts).astype(np.int64)
-    need = _ceil(load / target).astype(np.int64)
+    need = _needed(load, target).astype(np.int64)
     raised = int(np.sum(need > counts))
     return np.maximum(counts, need), raised
 
