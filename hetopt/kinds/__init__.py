@@ -86,6 +86,11 @@ REGISTRY: dict[str, KindEntry] = {
         "hetopt.kinds.client_selection",
         generate="hetopt.kinds.client_selection.cli:generate_cmd",
     ),
+    "llm_serving": KindEntry(
+        "hetopt.kinds.llm_serving",
+        generate="hetopt.kinds.llm_serving.cli:generate_cmd",
+        convert={"azure-llm": "hetopt.kinds.llm_serving.cli:convert_azure_cmd"},
+    ),
 }
 
 _CACHE: dict[str, Kind] = {}
