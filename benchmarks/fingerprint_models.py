@@ -322,6 +322,13 @@ def main() -> int:
     ap.add_argument("--compare", type=Path, help="compare with fingerprints saved earlier")
     ap.add_argument("--select", help="only cases whose label contains this")
     ap.add_argument("--time-cap", type=float, default=60.0, help="flag cases slower than this")
+    ap.add_argument(
+        "--rename",
+        action="append",
+        default=[],
+        metavar="KIND:OLD=NEW",
+        help="a table deliberately renamed in KIND's cases (compare its old hash under NEW)",
+    )
     args = ap.parse_args()
     fps = run(args.select, args.time_cap)
     if args.save:
@@ -331,6 +338,14 @@ def main() -> int:
         before = json.loads(args.compare.read_text())
         if args.select:
             before = {k: v for k, v in before.items() if args.select in k}
+        for spec in args.rename:
+            kind, _, names = spec.partition(":")
+            old, _, new = names.partition("=")
+            for label, fp in before.items():
+                if kind in label:
+                    for key in ("tables", "table_columns"):
+                        if isinstance(fp.get(key), dict) and old in fp[key]:
+                            fp[key] = {new if k == old else k: v for k, v in fp[key].items()}
         diffs = compare(before, fps)
         for d in diffs:
             print(d)
