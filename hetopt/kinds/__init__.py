@@ -86,6 +86,11 @@ REGISTRY: dict[str, KindEntry] = {
         "hetopt.kinds.client_selection",
         generate="hetopt.kinds.client_selection.cli:generate_cmd",
     ),
+    "pipeline_partition": KindEntry(
+        "hetopt.kinds.pipeline_partition",
+        generate="hetopt.kinds.pipeline_partition.cli:generate_cmd",
+        convert={"helix": "hetopt.kinds.pipeline_partition.cli:convert_helix_cmd"},
+    ),
 }
 
 _CACHE: dict[str, Kind] = {}
