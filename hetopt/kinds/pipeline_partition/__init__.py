@@ -152,7 +152,12 @@ DETAILS = (
 )
 
 
-def _lower_bound_ok(bound: float | None) -> bool:
+IMPROVE_EPS = 1e-6
+"""Relative improvement over the warm start the solved model asks for, unless the
+options give ``mip_rel_gap`` (then that)."""
+
+
+def _finite(bound: float | None) -> bool:
     return bound is not None and bool(np.isfinite(bound))
 
 
@@ -164,7 +169,15 @@ class MaxThroughput(RunMethodBase):
         return S.build(instance, params.warm_start, params.cover_cuts, params.aggregate)
 
     def run(self, session: Any, instance: ServingInstance, params: PipelinePartitionParams) -> Outcome:
-        built = session.build(self, instance, params)
+        eps = session.options.mip_rel_gap
+        eps = IMPROVE_EPS if eps is None else float(eps)
+        with session.timer("build_s"):
+            net = S.node_groups(instance, params.aggregate)
+            start = S.warm_start(instance, net) if params.warm_start else S.WarmStart()
+            improve = eps if params.cover_cuts and start.tokens_s > 0 else None
+            built = S.build(
+                instance, params.warm_start, params.cover_cuts, params.aggregate, improve, start
+            )
         lay: S.ServingLayout = built.layout
         live = session.open(built)
         with session.timer("transfer_s"):
@@ -175,14 +188,14 @@ class MaxThroughput(RunMethodBase):
         details: dict[str, Any] = {
             "groups": len(lay.net.groups),
             "arcs": len(lay.arcs),
-            "warm_start_tokens_s": lay.start.tokens_s,
-            "warm_start_s": lay.start.seconds,
+            "warm_start_tokens_s": start.tokens_s,
+            "warm_start_s": start.seconds,
             "cover_rows": lay.cover,
         }
         for key in ("simplex_iterations", "ipm_iterations", "mip_nodes"):
             if view.raw.info.get(key, 0) > 0:
                 details[key] = int(view.raw.info[key])
-        bound = view.bound if _lower_bound_ok(view.bound) else None
+        bound = view.bound if _finite(view.bound) else None
         status, termination = view.status, view.termination
         with session.timer("load_s"):
             placement: list[tuple[int, int]] | None = None
@@ -191,22 +204,30 @@ class MaxThroughput(RunMethodBase):
                 placement = S.placement_from_counts(instance, lay, hold)
                 details["milp_tokens_s"] = float(view.objective or 0.0)
                 details["warm_start_used"] = False
-            elif lay.start.pipelines and status in (Status.NO_SOLUTION, Status.ERROR):
+            elif start.pipelines and status in (Status.INFEASIBLE, Status.NO_SOLUTION):
                 placement = S.placement_of_start(instance, lay)
                 details["warm_start_used"] = True
-                status, termination = Status.FEASIBLE, f"{termination}; the warm start is reported"
+                if status == Status.INFEASIBLE and lay.improve is not None:
+                    # no placement reaches theta = F0 (1 + eps): the start is optimal
+                    status = Status.OPTIMAL
+                    termination = (
+                        f"optimal: no placement reaches {lay.theta:.12g} tokens/s "
+                        f"(the warm start's value x (1 + {eps:g}))"
+                    )
+                    bound = lay.theta
+                else:
+                    status = Status.FEASIBLE
+                    termination = f"{termination}; nothing better than the warm start found"
+                    if lay.improve is not None:
+                        bound = max(bound, lay.theta) if bound is not None else None
             if placement is None:
                 return Outcome(None, {}, details, status, termination, bound=bound, gap=None)
             where = {nd.id: placement[i] for i, nd in enumerate(instance.nodes)}
             value, flows = V.placement_max_flow(instance, where)
             tables = _serving_tables(instance, where, flows)
-        if status == Status.OPTIMAL:
+        if bound is not None or status == Status.OPTIMAL:
             bound = max(bound if bound is not None else value, value)
-        elif bound is not None:
-            bound = max(bound, value)
         gap = (bound - value) / abs(value) if bound is not None and value > 0 else None
-        if status == Status.OPTIMAL and gap is not None and gap < 0:
-            gap = 0.0
         return Outcome(value, tables, details, status, termination, bound=bound, gap=gap)
 
 

@@ -29,7 +29,7 @@ import itertools
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -310,6 +310,36 @@ class _SegmentDP:
             self._caps[key] = _seg_caps(self.net, self.L, s, k)  # type: ignore[index]
         return self._caps[key]  # type: ignore[index]
 
+    def upper(self) -> float:
+        """No pipeline carries more than the nodes that can hold layer 0."""
+        return float(
+            sum(
+                max(self.caps(0, k)[g] for k in range(1, len(grp.table) + 1)) * grp.size
+                for g, grp in enumerate(self.net.groups)
+            )
+        )
+
+    def candidates(self, limit: int = 2_000_000) -> np.ndarray | None:
+        """Every capacity a segment can have (sorted, distinct), or ``None`` if there are
+        more than ``limit`` combinations to enumerate."""
+        shape = tuple(int(v) + 1 for v in self.avail)
+        if math.prod(shape) * 4 * self.kmax > limit:
+            return None
+        grids = np.meshgrid(*[np.arange(n) for n in shape], indexing="ij")
+        vals = []
+        for k in range(1, min(self.kmax, self.L) + 1):
+            for first, last in ((True, False), (False, False), (False, True), (True, True)):
+                s = 0 if first else 1
+                if last and s + k != self.L and not (first and k == self.L):
+                    s = self.L - k
+                if (s == 0) != first or (s + k == self.L) != last or s < 0:
+                    continue
+                c = self.caps(s, k)
+                tot = sum(g * c[i] for i, g in enumerate(grids))
+                vals.append(np.asarray(tot).ravel())
+        allv = np.unique(np.concatenate(vals)) if vals else np.zeros(0)
+        return allv[allv > 0]
+
     def run(self, target: float) -> Pipeline | None:
         L, shape = self.L, tuple(int(v) + 1 for v in self.avail)
         comps: dict[tuple[bool, bool, int], list[tuple[int, ...]]] = {}
@@ -372,23 +402,31 @@ def warm_start(inst: ServingInstance, net: Network) -> WarmStart:
         best = dp.run(1e-300)  # any pipeline at all
         if best is None:
             break
-        lo = best.tokens_s
-        hi = float(
-            sum(
-                max(dp.caps(0, k)[g] for k in range(1, len(grp.table) + 1)) * grp.size
-                for g, grp in enumerate(net.groups)
-            )
-        )
-        # reachability is monotone in the target: bisect, jumping to each value found
-        for _ in range(60):
-            if hi <= lo * (1 + 1e-9):
-                break
-            mid = (lo + hi) / 2
-            got = dp.run(mid)
-            if got is None:
-                hi = mid
-            else:
-                best, lo = got, got.tokens_s
+        # reachability is monotone in the target and the best value is one segment's
+        # capacity: bisect over the sorted capacities (or over the reals if too many)
+        cands = dp.candidates()
+        if cands is not None:
+            cands = cands[cands > best.tokens_s]
+            lo_i, hi_i = 0, len(cands)  # cands[:lo_i] reachable, cands[hi_i:] not
+            while lo_i < hi_i:
+                mid = (lo_i + hi_i) // 2
+                got = dp.run(float(cands[mid]))
+                if got is None:
+                    hi_i = mid
+                else:
+                    best = got
+                    lo_i = int(np.searchsorted(cands, got.tokens_s, side="right"))
+        else:
+            lo, hi = best.tokens_s, dp.upper()
+            for _ in range(60):
+                if hi <= lo * (1 + 1e-9):
+                    break
+                mid = (lo + hi) / 2
+                got = dp.run(mid)
+                if got is None:
+                    hi = mid
+                else:
+                    best, lo = got, got.tokens_s
         if best is None or best.tokens_s <= 0:
             break
         pipes.append(best)
@@ -407,7 +445,10 @@ class ServingLayout:
     link_boundary: np.ndarray
     start: WarmStart
     cover: bool
-    extra: dict[str, Any] = field(default_factory=dict)
+    theta: float
+    """Threshold of the cover rows and lower bound of ``throughput`` (0: none)."""
+    improve: float | None
+    """``theta = F0 (1 + improve)``: only placements better than the warm start."""
 
 
 def build(
@@ -415,12 +456,22 @@ def build(
     use_warm_start: bool = True,
     cover_cuts: bool = True,
     aggregate: bool = True,
+    improve: float | None = None,
+    start: WarmStart | None = None,
 ) -> Built:
-    """The arc-flow MILP (see the module docstring and the model card)."""
+    """The arc-flow MILP (see the module docstring and the model card).
+
+    With a warm start of value ``F0`` and ``cover_cuts``, the cover rows are written for
+    the threshold ``theta = F0`` (the start is feasible; the model's optimum is the
+    answer) or, with ``improve = eps``, for ``theta = F0 (1 + eps)``: the model then
+    holds only placements better than the start, and is infeasible when the start is
+    optimal within ``eps``.
+    """
     L = inst.layers
     net = node_groups(inst, aggregate)
     arcs = arcs_of(net, L)
-    start = warm_start(inst, net) if use_warm_start else WarmStart()
+    if start is None:
+        start = warm_start(inst, net) if use_warm_start else WarmStart()
     A, G = len(arcs), len(net.groups)
     ends_at = {(int(g), int(e)) for g, e in zip(arcs.group, arcs.end, strict=True)}
     starts_at = {(int(g), int(s)) for g, s in zip(arcs.group, arcs.start, strict=True)}
@@ -447,7 +498,10 @@ def build(
     m.link_flow = pyo.Var(m.LINK_FLOWS, domain=pyo.NonNegativeReals)
     F0 = start.tokens_s
     cover = cover_cuts and F0 > 0
-    m.throughput = pyo.Var(bounds=(F0 * (1 - COVER_SLACK) if cover else 0.0, None))
+    theta = 0.0
+    if cover:
+        theta = F0 * (1 + improve) if improve is not None else F0 * (1 - COVER_SLACK)
+    m.throughput = pyo.Var(bounds=(theta, None))
     cols = [*m.hold.values(), *m.flow.values(), *m.link_flow.values(), m.throughput]
     H, Fl, LF, T = 0, A, 2 * A, 2 * A + Q
     ar = np.arange(A)
@@ -530,28 +584,31 @@ def build(
         np.zeros(1),
         cols,
     )
-    # c_cover[l]: sum_{a holds l} min(cap[a] / F0, 1) hold[a] >= 1 - slack
+    # with throughput >= theta, every layer is held with theta tokens/s of capacity:
+    # c_cover_capacity[l]: sum_{a holds l} min(cap[a] / theta, 1) hold[a] >= 1
+    # c_cover_count[l]:    sum_{a holds l} (1 if cap[a] >= theta else 1/2) hold[a] >= 1
+    #   (one node that alone carries theta, or at least two nodes)
     if cover:
-        rr, cc, vv = [], [], []
-        coef = np.minimum(arcs.cap / F0, 1.0)
-        for a in range(A):
-            s, e = int(arcs.start[a]), int(arcs.end[a])
-            rr.append(np.arange(s, e))
-            cc.append(np.full(e - s, H + a))
-            vv.append(np.full(e - s, coef[a]))
-        m.c_cover = LinearRows.from_coo(
-            np.concatenate(rr), np.concatenate(cc), np.concatenate(vv),
-            L, np.full(L, 1 - COVER_SLACK), np.full(L, INF), cols,
+        held_r = [np.arange(int(s_), int(e_)) for s_, e_ in zip(arcs.start, arcs.end, strict=True)]
+        rr = np.concatenate(held_r)
+        cc = np.repeat(H + ar, arcs.length)
+        w_cap = np.minimum(arcs.cap / theta, 1.0)
+        w_cnt = np.where(arcs.cap >= theta, 1.0, 0.5)
+        m.c_cover_capacity = LinearRows.from_coo(
+            rr, cc, np.repeat(w_cap, arcs.length), L, np.ones(L), np.full(L, INF), cols
+        )
+        m.c_cover_count = LinearRows.from_coo(
+            rr, cc, np.repeat(w_cnt, arcs.length), L, np.ones(L), np.full(L, INF), cols
         )
     m.obj = pyo.Objective(expr=m.throughput, sense=pyo.maximize)
-    layout = ServingLayout(net, arcs, link_pair, link_boundary, start, cover)
+    layout = ServingLayout(net, arcs, link_pair, link_boundary, start, cover, theta, improve)
     return Built(m, layout)
 
 
 def start_vector(built: Built, compiled: Any) -> np.ndarray | None:
     """The warm start as one value per compiled column (``None`` without one)."""
     lay: ServingLayout = built.layout
-    if not lay.start.pipelines:
+    if not lay.start.pipelines or lay.improve is not None:
         return None
     arcs, net = lay.arcs, lay.net
     index = {(int(g), int(s), int(k)): a for a, (g, s, k) in enumerate(zip(arcs.group, arcs.start, arcs.length, strict=True))}

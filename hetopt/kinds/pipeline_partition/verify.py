@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from ...result import Verification
-from .data import SINK, SOURCE, ServingInstance
+from .data import SINK, SOURCE, ServingInstance, TrainingInstance
 
 TOL = 1e-6
 
@@ -159,3 +159,87 @@ def verify_serving(
     return Verification(
         ok=not problems, objective_value=total, violations=tuple(problems), checks=checks
     )
+
+
+def verify_training(
+    inst: TrainingInstance,
+    objective: str,
+    objective_value: float | None,
+    tables: dict[str, pd.DataFrame],
+) -> Verification:
+    checks = ("contiguous", "runs_there", "memory", "devices", "times", "objective")
+    problems: list[str] = []
+    df = tables.get("stages")
+    if df is None or df.empty:
+        return Verification(ok=False, violations=("no stages table",), checks=checks)
+    layers = inst.layers
+    L = len(layers)
+    dev = {d.type: d for d in inst.devices}
+    bw = {(c.from_type, c.to_type): c.bandwidth_gb_s for c in inst.interconnect}
+    rows = sorted(df.to_dict("records"), key=lambda r: int(r["stage"]))
+    nxt = 0
+    used: dict[str, int] = defaultdict(int)
+    times = []
+    for k, r in enumerate(rows):
+        t = str(r["device_type"])
+        s, n = int(r["start_layer"]), int(r["num_layers"])
+        rep, tp = int(r["replicas"]), int(r["tp_degree"])
+        if int(r["stage"]) != k:
+            problems.append(f"stages are numbered {[int(x['stage']) for x in rows]}, not 0..{len(rows) - 1}")
+            break
+        if s != nxt or n < 1 or s + n > L:
+            problems.append(f"stage {k}: layers [{s}, {s + n}) do not continue at {nxt}")
+            break
+        nxt = s + n
+        if t not in dev:
+            problems.append(f"stage {k}: unknown device type {t!r}")
+            continue
+        if rep < 1 or rep > inst.max_data_parallel or tp < 1 or tp > inst.max_tensor_parallel:
+            problems.append(f"stage {k}: {rep} replicas x tp {tp} not allowed")
+            continue
+        used[t] += rep * tp
+        if int(r["devices"]) != rep * tp:
+            problems.append(f"stage {k}: devices {r['devices']} != replicas x tp_degree")
+        comp = 0.0
+        for layer in layers[s : s + n]:
+            tm = layer.time_ms.get(t) if tp == 1 else layer.tp_time_ms.get(t, {}).get(str(tp))
+            if tm is None:
+                problems.append(f"stage {k}: layer {layer.id} has no time on {t} (tp {tp})")
+                tm = math.inf
+            comp += tm
+        comp /= rep
+        mem = sum(layer.memory_gb for layer in layers[s : s + n]) / tp
+        if mem > dev[t].memory_gb * (1 + TOL):
+            problems.append(f"stage {k}: needs {mem:.6g} GB per device, {t} has {dev[t].memory_gb:g}")
+        trans = 0.0
+        if k + 1 < len(rows) and layers[s + n - 1].activation_gb > 0:
+            b = bw.get((t, str(rows[k + 1]["device_type"])))
+            if b is not None:
+                trans = layers[s + n - 1].activation_gb / b * 1000.0
+        for name, want in (("compute_ms", comp), ("transfer_ms", trans), ("time_ms", comp + trans), ("memory_gb", mem)):
+            if not math.isclose(float(r[name]), want, rel_tol=TOL, abs_tol=TOL):
+                problems.append(f"stage {k}: {name} is {r[name]}, recomputed {want:.9g}")
+        times.append(comp + trans)
+    if nxt != L and not problems:
+        problems.append(f"the stages end at layer {nxt}, the model has {L}")
+    for t, n in used.items():
+        if t in dev and n > dev[t].count:
+            problems.append(f"{n} devices of type {t} used, there are {dev[t].count}")
+    ls = tables.get("layer_stage")
+    if ls is not None:
+        got = {str(r["layer"]): int(r["stage"]) for r in ls.to_dict("records")}
+        for k, r in enumerate(rows):
+            s, n = int(r["start_layer"]), int(r["num_layers"])
+            for layer in layers[s : s + n]:
+                if got.get(layer.id) != k:
+                    problems.append(f"layer_stage: layer {layer.id} is in stage {got.get(layer.id)}, not {k}")
+                    break
+    value = None
+    if times and not problems:
+        bottleneck = max(times)
+        value = bottleneck
+        if objective == "min_iteration_time":
+            value = (inst.micro_batches + len(times) - 1) * bottleneck
+        if objective_value is None or not math.isclose(value, objective_value, rel_tol=TOL, abs_tol=TOL):
+            problems.append(f"objective recomputed as {value:.12g}, the result says {objective_value}")
+    return Verification(ok=not problems, objective_value=value, violations=tuple(problems), checks=checks)
