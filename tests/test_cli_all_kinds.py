@@ -228,6 +228,7 @@ SMALL = {
     "--servers": "2",
     "--machines": "2",
     "--family": "U1-100",
+    "--nodes": "3",
 }
 
 

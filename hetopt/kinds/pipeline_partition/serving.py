@@ -383,22 +383,132 @@ class _SegmentDP:
         return Pipeline(tuple(segs), value)
 
 
+class _ChainDP(_SegmentDP):
+    """Reachability over (boundary, nodes used per group, group of the last segment) for
+    chains whose segments are held by nodes of one group, consecutive segments' groups
+    linked (a link that can limit the flow carrying at least the target): the warm
+    start of networks that are not completely linked."""
+
+    def __init__(self, net: Network, L: int, avail: np.ndarray):
+        super().__init__(net, L, avail)
+        self.link = {(lk.src, lk.dst): lk.cap for lk in net.links}
+
+    def candidates(self, limit: int = 2_000_000) -> np.ndarray | None:
+        vals = [np.array([lk.cap for lk in self.net.links if math.isfinite(lk.cap)])]
+        for k in range(1, min(self.kmax, self.L) + 1):
+            for s in {0, self.L - k, min(1, self.L - k)}:
+                c = self.caps(s, k)
+                for g, n in enumerate(self.avail):
+                    vals.append(c[g] * np.arange(1, int(n) + 1))
+        allv = np.unique(np.concatenate(vals))
+        return allv[allv > 0]
+
+    def _need(self, c: float, target: float) -> int:
+        return max(1, math.ceil(target / c * (1 - 1e-12))) if c > 0 else 0
+
+    def _linked(self, h: int, g: int, target: float) -> bool:
+        cap = self.link.get((h, g))
+        return cap is not None and cap >= target
+
+    def run(self, target: float) -> Pipeline | None:
+        L, G = self.L, len(self.net.groups)
+        shape = tuple(int(v) + 1 for v in self.avail)
+        zero = np.zeros(shape, dtype=bool)
+        start = zero.copy()
+        start[(0,) * G] = True
+        reach: list[list[np.ndarray | None]] = [[None] * G for _ in range(L + 1)]
+        for p in range(L):
+            if p > 0 and all(r is None for r in reach[p]):
+                continue
+            for k in range(1, min(self.kmax, L - p) + 1):
+                caps = self.caps(p, k)
+                for g in range(G):
+                    x = self._need(caps[g], target)
+                    if x == 0 or x > self.avail[g]:
+                        continue
+                    if p == 0:
+                        acc = start
+                    else:
+                        acc = zero.copy()
+                        for h in range(G):
+                            r = reach[p][h]
+                            if r is not None and self._linked(h, g, target):
+                                acc |= r
+                    shift = tuple(x if d == g else 0 for d in range(G))
+                    got = _shift(acc, shift)
+                    if got.any():
+                        cur = reach[p + k][g]
+                        reach[p + k][g] = got if cur is None else cur | got
+        ends = [(g, r) for g, r in enumerate(reach[L]) if r is not None and r.any()]
+        if not ends:
+            return None
+        best_u, best_g = None, -1
+        for g, r in ends:
+            st = np.argwhere(r)
+            u = st[np.argmin(st.sum(axis=1))]
+            if best_u is None or u.sum() < best_u.sum():
+                best_u, best_g = u, g
+        assert best_u is not None
+        segs: list[Segment] = []
+        e, g, u = L, best_g, best_u
+        while e > 0:
+            hit = None
+            for k in range(1, min(self.kmax, e) + 1):
+                p = e - k
+                x = self._need(self.caps(p, k)[g], target)
+                if x == 0:
+                    continue
+                prev = u.copy()
+                prev[g] -= x
+                if (prev < 0).any():
+                    continue
+                if p == 0:
+                    if not prev.any():
+                        hit = (p, x, prev, -1)
+                        break
+                    continue
+                for h in range(G):
+                    r = reach[p][h]
+                    if r is not None and self._linked(h, g, target) and r[tuple(prev)]:
+                        hit = (p, x, prev, h)
+                        break
+                if hit is not None:
+                    break
+            if hit is None:  # pragma: no cover - reachability guarantees a predecessor
+                return None
+            p, x, prev, h = hit
+            counts = tuple(x if d == g else 0 for d in range(G))
+            segs.append(Segment(p, e - p, counts))
+            e, g, u = p, h, prev
+        segs.reverse()
+        value = min(float(np.dot(self.caps(sg.start, sg.length), sg.counts)) for sg in segs)
+        for s1, s2 in itertools.pairwise(segs):
+            h = int(np.flatnonzero(s1.counts)[0])
+            g2 = int(np.flatnonzero(s2.counts)[0])
+            value = min(value, self.link[h, g2])
+        return Pipeline(tuple(segs), value)
+
+
 def warm_start(inst: ServingInstance, net: Network) -> WarmStart:
     """Segment pipelines: each segment a layer range held by a set of nodes in parallel;
     the best one by bisection on its throughput (a DP decides whether a target is
     reachable with the nodes available), then again with the nodes left over.
 
-    Runs when the groups are completely linked (any node may feed any other) and the
-    DP's state space is small; otherwise returns no start.
+    When the groups are not completely linked, the pipelines are chains whose segments
+    are held by nodes of one group and whose consecutive groups are linked
+    (:class:`_ChainDP`). Runs when the DP's state space is small (``DP_MAX_STATES``);
+    otherwise returns no start.
     """
     t0 = time.perf_counter()
     L = inst.layers
     avail = np.array([g.size for g in net.groups], dtype=np.int64)
-    if not net.complete or L * math.prod(int(v) + 1 for v in avail) > DP_MAX_STATES:
+    states = L * math.prod(int(v) + 1 for v in avail) * (1 if net.complete else len(net.groups))
+    if states > DP_MAX_STATES:
         return WarmStart(seconds=time.perf_counter() - t0)
+    kind = _SegmentDP if net.complete else _ChainDP
     pipes: list[Pipeline] = []
     while avail.sum() > 0:
-        dp = _SegmentDP(net, L, avail)
+        dp = kind(net, L, avail)
         best = dp.run(1e-300)  # any pipeline at all
         if best is None:
             break
@@ -432,7 +542,9 @@ def warm_start(inst: ServingInstance, net: Network) -> WarmStart:
         pipes.append(best)
         used = np.sum([s.counts for s in best.segments], axis=0)
         avail = avail - used
-    return WarmStart(tuple(pipes), time.perf_counter() - t0, "segment_dp")
+    return WarmStart(
+        tuple(pipes), time.perf_counter() - t0, "segment_dp" if net.complete else "chain_dp"
+    )
 
 
 # ----------------------------------------------------------------------------- model
