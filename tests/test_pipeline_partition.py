@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import random
 from pathlib import Path
 from typing import Any
@@ -54,7 +53,10 @@ def random_serving(seed: int) -> dict[str, Any]:
         if i > 0 and rng.random() < 0.3:
             tab = list(nodes[0]["throughput_by_layers"])
         else:
-            tab = [round(rng.uniform(50, 400) / (k + 1) ** rng.uniform(0.5, 1.2), 1) for k in range(rng.randint(1, L))]
+            tab = [
+                round(rng.uniform(50, 400) / (k + 1) ** rng.uniform(0.5, 1.2), 1)
+                for k in range(rng.randint(1, L))
+            ]
         nodes.append({"id": f"n{i}", "throughput_by_layers": tab})
     links = []
     ids = [nd["id"] for nd in nodes]
@@ -64,14 +66,24 @@ def random_serving(seed: int) -> dict[str, Any]:
                 continue
             cap = rng.choice([1e4, 1e4, round(rng.uniform(20, 200), 1)])
             links.append({"from": a, "to": b, "capacity_tokens_s": cap})
-    return {"kind": "pipeline_partition", "mode": "serving", "layers": L, "nodes": nodes, "links": links}
+    return {
+        "kind": "pipeline_partition",
+        "mode": "serving",
+        "layers": L,
+        "nodes": nodes,
+        "links": links,
+    }
 
 
 def brute_force_serving(data: dict[str, Any]) -> float:
     """Max over every placement of the networkx max flow (node-split network)."""
     L = data["layers"]
     ranges = [
-        [(s, k) for k in range(1, min(len(nd["throughput_by_layers"]), L) + 1) for s in range(L - k + 1)]
+        [
+            (s, k)
+            for k in range(1, min(len(nd["throughput_by_layers"]), L) + 1)
+            for s in range(L - k + 1)
+        ]
         for nd in data["nodes"]
     ]
     best = 0.0
@@ -80,7 +92,7 @@ def brute_force_serving(data: dict[str, Any]) -> float:
         g = nx.DiGraph()
         g.add_nodes_from(["S", "T"])
         for nd in data["nodes"]:
-            s, k = where[nd["id"]]
+            _s, k = where[nd["id"]]
             g.add_edge(("i", nd["id"]), ("o", nd["id"]), capacity=nd["throughput_by_layers"][k - 1])
         for ln in data["links"]:
             u, v, c = ln["from"], ln["to"], ln["capacity_tokens_s"]
@@ -178,7 +190,9 @@ def test_time_limited_serving_is_feasible_with_a_bound(tmp_path: Path) -> None:
     from hetopt.kinds.pipeline_partition.helix import helix_to_instance
 
     h = INST / "helix"
-    data = helix_to_instance(h / "single_cluster_config_l4.ini", h / "single_cluster_llama30b_l4.lp")
+    data = helix_to_instance(
+        h / "single_cluster_config_l4.ini", h / "single_cluster_llama30b_l4.lp"
+    )
     r = hetopt.solve(data, options=SolveOptions(time_limit_s=2, threads=1), cover_cuts=False)
     assert r.status == Status.FEASIBLE
     assert r.objective_value == pytest.approx(252.6498460282083, rel=1e-9)
@@ -229,7 +243,10 @@ def random_training(seed: int, transfers: bool = False) -> dict[str, Any]:
         layers.append({"id": f"l{i}", "time_ms": tm, "memory_gb": round(rng.uniform(1, 6), 1)})
         if transfers:
             layers[-1]["activation_gb"] = round(rng.uniform(0, 0.02), 3)
-    devices = [{"type": t, "count": rng.randint(1, 3), "memory_gb": round(rng.uniform(4, 16), 1)} for t in types]
+    devices = [
+        {"type": t, "count": rng.randint(1, 3), "memory_gb": round(rng.uniform(4, 16), 1)}
+        for t in types
+    ]
     data: dict[str, Any] = {
         "kind": "pipeline_partition",
         "mode": "training",
@@ -303,7 +320,11 @@ def test_fixed_order_dp_matches_brute_force(seed: int) -> None:
     inst = PipelinePartitionInstance.from_dict(data)
     count = {d["type"]: d["count"] for d in data["devices"]}
     for S in range(1, len(data["layers"]) + 1):
-        orders = [o for o in itertools.product(count, repeat=S) if all(o.count(t) <= n for t, n in count.items())]
+        orders = [
+            o
+            for o in itertools.product(count, repeat=S)
+            if all(o.count(t) <= n for t, n in count.items())
+        ]
         for order in orders[:20]:
             want = brute_force_training(data, "min_stage_time", order)
             got = training.fixed_order_dp(inst, list(order))
@@ -372,7 +393,11 @@ def test_data_parallel_replicas() -> None:
     st = r.tables["stages"].iloc[0]
     assert st["replicas"] == 3 and st["devices"] == 3 and st["memory_gb"] == pytest.approx(4.0)
     # at most count devices: 2 replicas allowed of 2 devices
-    two = {**base, "devices": [{"type": "A100", "count": 2, "memory_gb": 8}], "max_data_parallel": 3}
+    two = {
+        **base,
+        "devices": [{"type": "A100", "count": 2, "memory_gb": 8}],
+        "max_data_parallel": 3,
+    }
     assert hetopt.solve(two, "min_stage_time").objective_value == pytest.approx(5.0)
 
 
@@ -381,8 +406,18 @@ def test_tensor_parallel_degree_from_the_profile() -> None:
         "kind": "pipeline_partition",
         "mode": "training",
         "layers": [
-            {"id": "big", "time_ms": {"A100": 8.0}, "memory_gb": 30.0, "tp_time_ms": {"A100": {"2": 5.0, "4": 3.5}}},
-            {"id": "small", "time_ms": {"A100": 2.0}, "memory_gb": 2.0, "tp_time_ms": {"A100": {"2": 1.2, "4": 0.8}}},
+            {
+                "id": "big",
+                "time_ms": {"A100": 8.0},
+                "memory_gb": 30.0,
+                "tp_time_ms": {"A100": {"2": 5.0, "4": 3.5}},
+            },
+            {
+                "id": "small",
+                "time_ms": {"A100": 2.0},
+                "memory_gb": 2.0,
+                "tp_time_ms": {"A100": {"2": 1.2, "4": 0.8}},
+            },
         ],
         "devices": [{"type": "A100", "count": 4, "memory_gb": 20}],
         "micro_batches": 4,
@@ -401,10 +436,18 @@ def test_activation_transfer_between_types() -> None:
         "kind": "pipeline_partition",
         "mode": "training",
         "layers": [
-            {"id": "a", "time_ms": {"A100": 4.0, "V100": 4.0}, "memory_gb": 10.0, "activation_gb": 0.01},
+            {
+                "id": "a",
+                "time_ms": {"A100": 4.0, "V100": 4.0},
+                "memory_gb": 10.0,
+                "activation_gb": 0.01,
+            },
             {"id": "b", "time_ms": {"A100": 4.0, "V100": 4.0}, "memory_gb": 10.0},
         ],
-        "devices": [{"type": "A100", "count": 1, "memory_gb": 16}, {"type": "V100", "count": 1, "memory_gb": 16}],
+        "devices": [
+            {"type": "A100", "count": 1, "memory_gb": 16},
+            {"type": "V100", "count": 1, "memory_gb": 16},
+        ],
         "micro_batches": 4,
         "interconnect": [
             {"from_type": "A100", "to_type": "V100", "bandwidth_gb_s": 2.0},
@@ -442,11 +485,17 @@ SERVING = {
         ({"nodes": []}, "nodes"),
         ({"nodes": [{"id": "source", "throughput_by_layers": [1.0]}]}, "nodes[0].id"),
         ({"nodes": [{"id": "0", "throughput_by_layers": []}]}, "nodes[0].throughput_by_layers"),
-        ({"nodes": [{"id": "0", "throughput_by_layers": [-1.0]}]}, "nodes[0].throughput_by_layers[0]"),
+        (
+            {"nodes": [{"id": "0", "throughput_by_layers": [-1.0]}]},
+            "nodes[0].throughput_by_layers[0]",
+        ),
         ({"links": [{"from": "source", "to": "9", "capacity_tokens_s": 1.0}]}, "links[0].to"),
         ({"links": [{"from": "sink", "to": "0", "capacity_tokens_s": 1.0}]}, "links[0].from"),
         ({"links": [{"from": "source", "to": "sink", "capacity_tokens_s": 1.0}]}, "links[0]"),
-        ({"links": [{"from": "0", "to": "sink", "capacity_tokens_s": 0.0}]}, "links[0].capacity_tokens_s"),
+        (
+            {"links": [{"from": "0", "to": "sink", "capacity_tokens_s": 0.0}]},
+            "links[0].capacity_tokens_s",
+        ),
         ({"objective": "min_stage_time"}, "objective"),
         ({"devices": []}, None),
     ],
@@ -517,7 +566,20 @@ def test_schema_is_the_discriminated_union() -> None:
 def test_generator_is_seeded_and_solves(tmp_path: Path, mode: str) -> None:
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     for out in (a, b):
-        code, _, err = run("generate", "pipeline-partition", "--mode", mode, "--nodes", "4", "--layers", "6", "--seed", "2", "-o", out)
+        code, _, err = run(
+            "generate",
+            "pipeline-partition",
+            "--mode",
+            mode,
+            "--nodes",
+            "4",
+            "--layers",
+            "6",
+            "--seed",
+            "2",
+            "-o",
+            out,
+        )
         assert code == 0, err
     assert a.read_text() == b.read_text()
     code, out, err = run("solve", a, "--json")

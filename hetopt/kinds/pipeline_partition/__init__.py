@@ -141,9 +141,18 @@ DETAILS = (
     Detail("arcs", "int", "serving: (group, layer range) columns of the model"),
     Detail("warm_start_tokens_s", "float", "serving: value of the DP warm start", "tokens/s"),
     Detail("warm_start_s", "float", "serving: time spent in the warm-start DP", "s"),
-    Detail("warm_start_used", "bool", "serving: the result is the warm start (HiGHS found nothing better)"),
+    Detail(
+        "warm_start_used",
+        "bool",
+        "serving: the result is the warm start (HiGHS found nothing better)",
+    ),
     Detail("cover_rows", "bool", "serving: the cover rows and throughput >= F0 were added"),
-    Detail("milp_tokens_s", "float", "serving: HiGHS's objective (the placement's max flow may be higher)", "tokens/s"),
+    Detail(
+        "milp_tokens_s",
+        "float",
+        "serving: HiGHS's objective (the placement's max flow may be higher)",
+        "tokens/s",
+    ),
     Detail("stages", "int", "training: number of pipeline stages"),
     Detail("bottleneck_ms", "float", "training: the largest stage time", "ms"),
     Detail("iteration_ms", "float", "training: (micro_batches + stages - 1) x bottleneck", "ms"),
@@ -168,7 +177,9 @@ class MaxThroughput(RunMethodBase):
     def build(self, instance: ServingInstance, params: PipelinePartitionParams) -> Any:
         return S.build(instance, params.warm_start, params.cover_cuts, params.aggregate)
 
-    def run(self, session: Any, instance: ServingInstance, params: PipelinePartitionParams) -> Outcome:
+    def run(
+        self, session: Any, instance: ServingInstance, params: PipelinePartitionParams
+    ) -> Outcome:
         eps = session.options.mip_rel_gap
         eps = IMPROVE_EPS if eps is None else float(eps)
         with session.timer("build_s"):
@@ -237,18 +248,32 @@ def _serving_tables(
     flows: dict[tuple[str, str], float],
 ) -> dict[str, pd.DataFrame]:
     load: dict[str, float] = {}
-    for (u, v), f in flows.items():
+    for (_u, v), f in flows.items():
         if v != "sink":
             load[v] = load.get(v, 0.0) + f
     rows = []
     for nd in inst.nodes:
         s, k = where[nd.id]
         rows.append(
-            (nd.id, s, k, nd.type or "", float(nd.throughput_by_layers[k - 1]), load.get(nd.id, 0.0))
+            (
+                nd.id,
+                s,
+                k,
+                nd.type or "",
+                float(nd.throughput_by_layers[k - 1]),
+                load.get(nd.id, 0.0),
+            )
         )
     placement = pd.DataFrame(
         rows,
-        columns=["node", "start_layer", "num_layers", "node_type", "capacity_tokens_s", "load_tokens_s"],
+        columns=[
+            "node",
+            "start_layer",
+            "num_layers",
+            "node_type",
+            "capacity_tokens_s",
+            "load_tokens_s",
+        ],
     )
     order = {"source": -1, "sink": len(inst.nodes)}
     pos = {nd.id: i for i, nd in enumerate(inst.nodes)}
@@ -275,7 +300,9 @@ class PipelinePartitionKind(Kind):
             "tokens/s",
             "max",
         ),
-        Objective("min_stage_time", "training: the largest stage time per micro-batch", "ms", "min"),
+        Objective(
+            "min_stage_time", "training: the largest stage time per micro-batch", "ms", "min"
+        ),
         Objective(
             "min_iteration_time",
             "training: (micro_batches + stages - 1) x the largest stage time (1F1B / GPipe), "

@@ -27,10 +27,18 @@ from ...console import emit_instance, handle_errors, output_option, seed_option
 )
 @click.option("--layers", type=click.IntRange(min=1), default=12, show_default=True)
 @click.option(
-    "--types", type=click.IntRange(min=1, max=8), default=2, show_default=True, help="Node / device types."
+    "--types",
+    type=click.IntRange(min=1, max=8),
+    default=2,
+    show_default=True,
+    help="Node / device types.",
 )
 @click.option(
-    "--micro-batches", type=click.IntRange(min=1), default=8, show_default=True, help="Training only."
+    "--micro-batches",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Training only.",
 )
 @click.option(
     "--slow-links",

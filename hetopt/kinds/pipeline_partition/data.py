@@ -228,14 +228,17 @@ class TrainingInstance(_Mode):
         for i, d in enumerate(self.devices):
             if d.type in types:
                 raise fail(
-                    f"devices[{i}].type", f"duplicate device type {d.type!r} (also devices[{types[d.type]}])"
+                    f"devices[{i}].type",
+                    f"duplicate device type {d.type!r} (also devices[{types[d.type]}])",
                 )
             types[d.type] = i
         seen: dict[str, int] = {}
         for i, layer in enumerate(self.layers):
             note_id(seen, "layers", "layer", i, layer.id)
             if not layer.time_ms:
-                raise fail(f"layers[{i}].time_ms", "give the layer's time on at least one device type")
+                raise fail(
+                    f"layers[{i}].time_ms", "give the layer's time on at least one device type"
+                )
             for t in layer.time_ms:
                 if t not in types:
                     raise fail(f"layers[{i}].time_ms.{t}", f"unknown device type {t!r}")
@@ -260,7 +263,9 @@ class TrainingInstance(_Mode):
                     raise fail(f"interconnect[{k}].{fld}", f"unknown device type {t!r}")
             key = (c.from_type, c.to_type)
             if key in pairs:
-                raise fail(f"interconnect[{k}]", f"duplicate pair {key} (also interconnect[{pairs[key]}])")
+                raise fail(
+                    f"interconnect[{k}]", f"duplicate pair {key} (also interconnect[{pairs[key]}])"
+                )
             pairs[key] = k
         self._check_objective("training")
         return self

@@ -62,7 +62,9 @@ def generate(
     if mode == "serving":
         speed = 10 ** rng.uniform(3, 4, types)
         lo = -(-layers // nodes)
-        kmax = [int(min(layers, rng.integers(lo, -(-2 * layers // nodes) + 2))) for _ in range(types)]
+        kmax = [
+            min(layers, int(rng.integers(lo, -(-2 * layers // nodes) + 2))) for _ in range(types)
+        ]
         tables = []
         for t in range(types):
             alpha = rng.uniform(0.9, 1.1)
@@ -75,7 +77,9 @@ def generate(
             for i in range(nodes)
         ]
         big = round(float(10 * speed.max()), 2)
-        links: list[dict[str, Any]] = [{"from": "source", "to": i, "capacity_tokens_s": big} for i in ids]
+        links: list[dict[str, Any]] = [
+            {"from": "source", "to": i, "capacity_tokens_s": big} for i in ids
+        ]
         for a in ids:
             for b in ids:
                 if a == b:
@@ -99,7 +103,9 @@ def generate(
         mem = np.round(rng.uniform(2, 8, layers), 1)
         counts = [nodes // types + (1 if t < nodes % types else 0) for t in range(types)]
         per = float(mem.sum()) / nodes
-        dev_mem = [max(float(mem.max()), float(np.ceil(rng.uniform(1.2, 2.0) * per))) for _ in range(types)]
+        dev_mem = [
+            max(float(mem.max()), float(np.ceil(rng.uniform(1.2, 2.0) * per))) for _ in range(types)
+        ]
         data = {
             "kind": "pipeline_partition",
             "mode": "training",
@@ -112,7 +118,8 @@ def generate(
                 for i in range(layers)
             ],
             "devices": [
-                {"type": names[t], "count": counts[t], "memory_gb": dev_mem[t]} for t in range(types)
+                {"type": names[t], "count": counts[t], "memory_gb": dev_mem[t]}
+                for t in range(types)
             ],
             "micro_batches": micro_batches,
         }

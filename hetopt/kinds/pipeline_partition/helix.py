@@ -77,7 +77,9 @@ def read_config(path: str | Path) -> dict[str, Any]:
     try:
         cp.read_string(text, source=src)
     except configparser.Error as exc:
-        raise InstanceError(f"not a valid .ini file: {str(exc).splitlines()[0]}", None, src) from None
+        raise InstanceError(
+            f"not a valid .ini file: {str(exc).splitlines()[0]}", None, src
+        ) from None
 
     def parse_list(section: str, key: str) -> list[str]:
         raw = cp.get(section, key, fallback=None)
@@ -96,7 +98,9 @@ def read_config(path: str | Path) -> dict[str, Any]:
     try:
         total = cp.getint("NodeNames", "total_compute_nodes")
     except (configparser.Error, ValueError):
-        raise InstanceError("[NodeNames] total_compute_nodes: expected a whole number", None, src) from None
+        raise InstanceError(
+            "[NodeNames] total_compute_nodes: expected a whole number", None, src
+        ) from None
     nodes: dict[str, dict[str, Any]] = {}
     for i in range(total):
         sec = f"ComputeNode-{i}"
@@ -140,14 +144,20 @@ def read_lp(path: str | Path) -> dict[str, Any]:
             u, v = m.group(1), m.group(2)
             cap = [-c for c, var in terms if var == f"switch_{u}_{v}"]
             if len(cap) != 1 or sense not in ("<=", "=<", "<") or rhs != 0:
-                raise InstanceError(f"row {name}: expected 'flow_{u}_{v} - C switch_{u}_{v} <= 0'", None, src)
+                raise InstanceError(
+                    f"row {name}: expected 'flow_{u}_{v} - C switch_{u}_{v} <= 0'", None, src
+                )
             links[u, v] = cap[0]
         elif re.fullmatch(r"end_constraint_\d+", name):
             layers.add(rhs)
     if not tables:
-        raise InstanceError("no node_throughput_constraint rows: not a Helix placement MILP", None, src)
+        raise InstanceError(
+            "no node_throughput_constraint rows: not a Helix placement MILP", None, src
+        )
     if len(layers) != 1:
-        raise InstanceError(f"end_constraint rows give {len(layers)} different layer counts", None, src)
+        raise InstanceError(
+            f"end_constraint rows give {len(layers)} different layer counts", None, src
+        )
     (L,) = layers
     out_tables: dict[str, list[float]] = {}
     for i, tab in tables.items():
@@ -172,7 +182,9 @@ def helix_to_instance(config: str | Path, lp: str | Path) -> dict[str, Any]:
             f"the MILP has nodes {sorted(milp['tables'], key=int)}, the config {ids}", None, src
         )
     links = []
-    for (u, v), cap in sorted(milp["links"].items(), key=lambda kv: (_order(kv[0][0]), _order(kv[0][1]))):
+    for (u, v), cap in sorted(
+        milp["links"].items(), key=lambda kv: (_order(kv[0][0]), _order(kv[0][1]))
+    ):
         known = all(x in cfg["nodes"] for x in (u, v) if x not in ("source", "sink"))
         ok = known and (
             (u == "source" and (v in cfg["source"] or "source" in cfg["nodes"][v]["connected"]))
@@ -180,13 +192,19 @@ def helix_to_instance(config: str | Path, lp: str | Path) -> dict[str, Any]:
             or (u in cfg["nodes"] and v in cfg["nodes"][u]["connected"])
         )
         if not ok:
-            raise InstanceError(f"the MILP links {u} -> {v}, which the config does not connect", None, src)
+            raise InstanceError(
+                f"the MILP links {u} -> {v}, which the config does not connect", None, src
+            )
         links.append({"from": u, "to": v, "capacity_tokens_s": cap})
     nodes = []
     for i in ids:
         nd: dict[str, Any] = {"id": i, "throughput_by_layers": milp["tables"][i]}
         if cfg["nodes"][i]["type"]:
-            nd = {"id": i, "type": cfg["nodes"][i]["type"], "throughput_by_layers": milp["tables"][i]}
+            nd = {
+                "id": i,
+                "type": cfg["nodes"][i]["type"],
+                "throughput_by_layers": milp["tables"][i],
+            }
         nodes.append(nd)
     return {
         "kind": "pipeline_partition",

@@ -84,7 +84,9 @@ class Network:
     of two or more nodes is linked within): the warm-start DP applies."""
 
 
-def _link_caps(inst: ServingInstance) -> tuple[dict[tuple[int, int], float], np.ndarray, np.ndarray]:
+def _link_caps(
+    inst: ServingInstance,
+) -> tuple[dict[tuple[int, int], float], np.ndarray, np.ndarray]:
     idx = inst.node_index
     n = len(inst.nodes)
     src, snk = np.zeros(n), np.zeros(n)
@@ -112,7 +114,9 @@ def node_groups(inst: ServingInstance, aggregate: bool = True) -> Network:
     """
     L = inst.layers
     n = len(inst.nodes)
-    tables = [tuple(nd.throughput_by_layers[: inst.max_layers(i)]) for i, nd in enumerate(inst.nodes)]
+    tables = [
+        tuple(nd.throughput_by_layers[: inst.max_layers(i)]) for i, nd in enumerate(inst.nodes)
+    ]
     tmax = np.array([max(t) for t in tables])
     caps, src, snk = _link_caps(inst)
     src_c = np.minimum(src, tmax)
@@ -519,15 +523,15 @@ def warm_start(inst: ServingInstance, net: Network) -> WarmStart:
             cands = cands[cands > best.tokens_s]
             lo_i, hi_i = 0, len(cands)  # cands[:lo_i] reachable, cands[hi_i:] not
             while lo_i < hi_i:
-                mid = (lo_i + hi_i) // 2
-                got = dp.run(float(cands[mid]))
+                mid_i = (lo_i + hi_i) // 2
+                got = dp.run(float(cands[mid_i]))
                 if got is None:
-                    hi_i = mid
+                    hi_i = mid_i
                 else:
                     best = got
                     lo_i = int(np.searchsorted(cands, got.tokens_s, side="right"))
         else:
-            lo, hi = best.tokens_s, dp.upper()
+            lo, hi = float(best.tokens_s), dp.upper()
             for _ in range(60):
                 if hi <= lo * (1 + 1e-9):
                     break
@@ -651,8 +655,13 @@ def build(
         vs.append(-1.0)
     E = len(enter_keys)
     m.c_enter = LinearRows.from_coo(
-        np.array(rows, dtype=np.int64), np.array(cs, dtype=np.int64), np.array(vs),
-        E, np.zeros(E), np.zeros(E), cols,
+        np.array(rows, dtype=np.int64),
+        np.array(cs, dtype=np.int64),
+        np.array(vs),
+        E,
+        np.zeros(E),
+        np.zeros(E),
+        cols,
     )
     rows, cs, vs = [], [], []
     for a in range(A):
@@ -668,8 +677,13 @@ def build(
         vs.append(-1.0)
     V = len(leave_keys)
     m.c_leave = LinearRows.from_coo(
-        np.array(rows, dtype=np.int64), np.array(cs, dtype=np.int64), np.array(vs),
-        V, np.zeros(V), np.zeros(V), cols,
+        np.array(rows, dtype=np.int64),
+        np.array(cs, dtype=np.int64),
+        np.array(vs),
+        V,
+        np.zeros(V),
+        np.zeros(V),
+        cols,
     )
     # c_link_capacity[p]: a link between two single nodes that can limit the flow
     finite = [p for p, lk in enumerate(net.links) if math.isfinite(lk.cap)]
@@ -723,8 +737,14 @@ def start_vector(built: Built, compiled: Any) -> np.ndarray | None:
     if not lay.start.pipelines or lay.improve is not None:
         return None
     arcs, net = lay.arcs, lay.net
-    index = {(int(g), int(s), int(k)): a for a, (g, s, k) in enumerate(zip(arcs.group, arcs.start, arcs.length, strict=True))}
-    qidx = {(int(p), int(b)): q for q, (p, b) in enumerate(zip(lay.link_pair, lay.link_boundary, strict=True))}
+    index = {
+        (int(g), int(s), int(k)): a
+        for a, (g, s, k) in enumerate(zip(arcs.group, arcs.start, arcs.length, strict=True))
+    }
+    qidx = {
+        (int(p), int(b)): q
+        for q, (p, b) in enumerate(zip(lay.link_pair, lay.link_boundary, strict=True))
+    }
     pidx = {(lk.src, lk.dst): p for p, lk in enumerate(net.links)}
     hold = np.zeros(len(arcs))
     flow = np.zeros(len(arcs))
@@ -733,7 +753,11 @@ def start_vector(built: Built, compiled: Any) -> np.ndarray | None:
         F = pipe.tokens_s
         seg_flows: list[dict[int, float]] = []
         for seg in pipe.segments:
-            caps = {g: float(arcs.cap[index[g, seg.start, seg.length]]) for g, x in enumerate(seg.counts) if x}
+            caps = {
+                g: float(arcs.cap[index[g, seg.start, seg.length]])
+                for g, x in enumerate(seg.counts)
+                if x
+            }
             C = sum(caps[g] * seg.counts[g] for g in caps)
             fl = {}
             for g, c in caps.items():
@@ -759,14 +783,16 @@ def start_vector(built: Built, compiled: Any) -> np.ndarray | None:
     return x0
 
 
-def placement_from_counts(inst: ServingInstance, lay: ServingLayout, hold: np.ndarray) -> list[tuple[int, int]]:
+def placement_from_counts(
+    inst: ServingInstance, lay: ServingLayout, hold: np.ndarray
+) -> list[tuple[int, int]]:
     """Per node ``(start, num_layers)``: each group's arcs handed to its members in
     order; members left over hold the first layer (and may carry flow if that helps)."""
     arcs = lay.arcs
     out: list[tuple[int, int] | None] = [None] * len(inst.nodes)
     nxt = {g: 0 for g in range(len(lay.net.groups))}
     for a in np.lexsort((arcs.start, arcs.group)):
-        c = int(round(hold[a]))
+        c = round(hold[a])
         g = int(arcs.group[a])
         for _ in range(c):
             mem = lay.net.groups[g].members
@@ -779,7 +805,12 @@ def placement_from_counts(inst: ServingInstance, lay: ServingLayout, hold: np.nd
 
 def placement_of_start(inst: ServingInstance, lay: ServingLayout) -> list[tuple[int, int]]:
     hold = np.zeros(len(lay.arcs))
-    index = {(int(g), int(s), int(k)): a for a, (g, s, k) in enumerate(zip(lay.arcs.group, lay.arcs.start, lay.arcs.length, strict=True))}
+    index = {
+        (int(g), int(s), int(k)): a
+        for a, (g, s, k) in enumerate(
+            zip(lay.arcs.group, lay.arcs.start, lay.arcs.length, strict=True)
+        )
+    }
     for pipe in lay.start.pipelines:
         for seg in pipe.segments:
             for g, x in enumerate(seg.counts):

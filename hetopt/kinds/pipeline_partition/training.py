@@ -245,12 +245,21 @@ def build(inst: TrainingInstance, objective: str, stage_cap: int | None = None) 
         )
     elif stage_cap is not None:
         m.c_max_stages = LinearRows.from_coo(
-            np.zeros(A, dtype=np.int64), ar, np.ones(A), 1, np.full(1, -INF),
-            np.array([float(stage_cap)]), cols,
+            np.zeros(A, dtype=np.int64),
+            ar,
+            np.ones(A),
+            1,
+            np.full(1, -INF),
+            np.array([float(stage_cap)]),
+            cols,
         )
     # c_layer_time[l]: sum over copies of mult x time of the stage holding l <= objective
     lens = arcs.end - arcs.start
-    held = np.concatenate([np.arange(s, e) for s, e in zip(arcs.start, arcs.end, strict=True)]) if A else np.zeros(0, np.int64)
+    held = (
+        np.concatenate([np.arange(s, e) for s, e in zip(arcs.start, arcs.end, strict=True)])
+        if A
+        else np.zeros(0, np.int64)
+    )
     rr, cc, vv = [], [], []
     for c in range(C):
         rr.append(held)
@@ -265,51 +274,12 @@ def build(inst: TrainingInstance, objective: str, stage_cap: int | None = None) 
     if comm is not None:
         # transitions: the type pair at each boundary the path crosses
         tk = np.array(trans_keys, dtype=np.int64).reshape(-1, 4)
-        out_key = {}
-        in_key = {}
-        for (b, t, u, c) in trans_keys:
-            out_key.setdefault((b, t, c), len(out_key))
-            in_key.setdefault((b, u, c), len(in_key))
-        rr, cc, vv = [], [], []
-        for a in range(A):
-            e, t = int(arcs.end[a]), int(arcs.type[a])
-            if e < L:
-                for c in range(C):
-                    k = out_key.get((e, t, c))
-                    if k is None:  # the stage cannot be followed: forbid it
-                        k = out_key.setdefault((e, t, c), len(out_key))
-                    rr.append(k)
-                    cc.append(c * A + a)
-                    vv.append(1.0)
-        for q, (b, t, _u, c) in enumerate(trans_keys):
-            rr.append(out_key[b, t, c])
-            cc.append(XT + q)
-            vv.append(-1.0)
-        no = len(out_key)
-        m.c_leave_type = LinearRows.from_coo(
-            np.array(rr, dtype=np.int64), np.array(cc, dtype=np.int64), np.array(vv),
-            no, np.zeros(no), np.zeros(no), cols,
-        )
-        rr, cc, vv = [], [], []
-        for a in range(A):
-            s, u = int(arcs.start[a]), int(arcs.type[a])
-            if s > 0:
-                for c in range(C):
-                    k = in_key.get((s, u, c))
-                    if k is None:
-                        k = in_key.setdefault((s, u, c), len(in_key))
-                    rr.append(k)
-                    cc.append(c * A + a)
-                    vv.append(1.0)
-        for q, (b, _t, u, c) in enumerate(trans_keys):
-            rr.append(in_key[b, u, c])
-            cc.append(XT + q)
-            vv.append(-1.0)
-        ni = len(in_key)
-        m.c_enter_type = LinearRows.from_coo(
-            np.array(rr, dtype=np.int64), np.array(cc, dtype=np.int64), np.array(vv),
-            ni, np.zeros(ni), np.zeros(ni), cols,
-        )
+        for name, side in (("c_leave_type", "end"), ("c_enter_type", "start")):
+            r_, c_, v_, n = _type_rows(arcs, trans_keys, C, L, XT, side)
+            m.add_component(
+                name,
+                LinearRows.from_coo(r_, c_, v_, n, np.zeros(n), np.zeros(n), cols),
+            )
         # c_boundary_time[b]: mult x (compute of the stage ending at b + its transfer)
         rr, cc, vv = [], [], []
         inner = np.nonzero(arcs.end < L)[0]
@@ -331,8 +301,49 @@ def build(inst: TrainingInstance, objective: str, stage_cap: int | None = None) 
     return Built(m, TrainingLayout(arcs, copies, comm, tuple(trans_keys)))
 
 
+def _type_rows(
+    arcs: StageArcs,
+    trans_keys: list[tuple[int, int, int, int]],
+    C: int,
+    L: int,
+    XT: int,
+    side: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Rows tying stages to transitions at a boundary: the stages of type ``t`` ending
+    (``side="end"``) or starting (``"start"``) at ``b`` in copy ``c`` = the transitions
+    leaving / entering ``t`` there. A stage no transition can follow gets a row of its
+    own, which forbids it."""
+    A = len(arcs)
+    key: dict[tuple[int, int, int], int] = {}
+    for b, t, u, c in trans_keys:
+        key.setdefault((b, t if side == "end" else u, c), len(key))
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    at = arcs.end if side == "end" else arcs.start
+    for a in range(A):
+        b, t = int(at[a]), int(arcs.type[a])
+        if 0 < b < L:
+            for c in range(C):
+                rows.append(key.setdefault((b, t, c), len(key)))
+                cols.append(c * A + a)
+                vals.append(1.0)
+    for q, (b, t, u, c) in enumerate(trans_keys):
+        rows.append(key[b, t if side == "end" else u, c])
+        cols.append(XT + q)
+        vals.append(-1.0)
+    return (
+        np.array(rows, dtype=np.int64),
+        np.array(cols, dtype=np.int64),
+        np.array(vals, dtype=float),
+        len(key),
+    )
+
+
 def _cat(xs: list[Any]) -> np.ndarray:
-    return np.concatenate([np.asarray(x, dtype=np.int64) for x in xs]) if xs else np.zeros(0, np.int64)
+    return (
+        np.concatenate([np.asarray(x, dtype=np.int64) for x in xs]) if xs else np.zeros(0, np.int64)
+    )
 
 
 def _catf(xs: list[Any]) -> np.ndarray:
@@ -349,7 +360,9 @@ class Stage:
     tp: int = 1
 
 
-def stage_times(inst: TrainingInstance, stages: list[Stage]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def stage_times(
+    inst: TrainingInstance, stages: list[Stage]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per stage: compute ms, transfer ms, memory GB per device (recomputed from the
     profiles)."""
     comm = transfer_ms(inst)
@@ -381,9 +394,19 @@ def stage_tables(inst: TrainingInstance, stages: list[Stage]) -> dict[str, pd.Da
         t = inst.devices[st.type].type
         rows.append(
             (
-                k, t, st.start, st.end - st.start, inst.layers[st.start].id,
-                inst.layers[st.end - 1].id, st.replicas, st.tp, st.replicas * st.tp,
-                float(comp[k]), float(trans[k]), float(comp[k] + trans[k]), float(mem[k]),
+                k,
+                t,
+                st.start,
+                st.end - st.start,
+                inst.layers[st.start].id,
+                inst.layers[st.end - 1].id,
+                st.replicas,
+                st.tp,
+                st.replicas * st.tp,
+                float(comp[k]),
+                float(trans[k]),
+                float(comp[k] + trans[k]),
+                float(mem[k]),
             )
         )
         for i in range(st.start, st.end):
@@ -391,8 +414,18 @@ def stage_tables(inst: TrainingInstance, stages: list[Stage]) -> dict[str, pd.Da
     stages_df = pd.DataFrame(
         rows,
         columns=[
-            "stage", "device_type", "start_layer", "num_layers", "first_layer", "last_layer",
-            "replicas", "tp_degree", "devices", "compute_ms", "transfer_ms", "time_ms",
+            "stage",
+            "device_type",
+            "start_layer",
+            "num_layers",
+            "first_layer",
+            "last_layer",
+            "replicas",
+            "tp_degree",
+            "devices",
+            "compute_ms",
+            "transfer_ms",
+            "time_ms",
             "memory_gb",
         ],
     )
@@ -412,14 +445,18 @@ class _Pipeline(BuildMethodBase):
     def describe(self, instance: TrainingInstance, params: Any, built: Built) -> dict[str, Any]:
         return {}
 
-    def start(self, instance: TrainingInstance, params: Any, built: Built, compiled: Any) -> np.ndarray | None:
+    def start(
+        self, instance: TrainingInstance, params: Any, built: Built, compiled: Any
+    ) -> np.ndarray | None:
         got = best_order_dp(instance, self.objective, params.max_stages)
         if got is None:
             return None
         _, stages = got
         return start_vector(instance, built, compiled, stages)
 
-    def extract(self, instance: TrainingInstance, params: Any, built: Built, solution: SolveView) -> Outcome:
+    def extract(
+        self, instance: TrainingInstance, params: Any, built: Built, solution: SolveView
+    ) -> Outcome:
         lay: TrainingLayout = built.layout
         A = len(lay.arcs)
         x = solution.values(built.model.stage, range(A * len(lay.copies)))
@@ -427,7 +464,13 @@ class _Pipeline(BuildMethodBase):
         arcs = lay.arcs
         stages = sorted(
             (
-                Stage(int(arcs.type[a]), int(arcs.start[a]), int(arcs.end[a]), int(arcs.replicas[a]), int(arcs.tp[a]))
+                Stage(
+                    int(arcs.type[a]),
+                    int(arcs.start[a]),
+                    int(arcs.end[a]),
+                    int(arcs.replicas[a]),
+                    int(arcs.tp[a]),
+                )
                 for a in chosen
             ),
             key=lambda s: s.start,
@@ -451,12 +494,16 @@ class MinIterationTime(_Pipeline):
     objective = "min_iteration_time"
 
 
-def start_vector(inst: TrainingInstance, built: Built, compiled: Any, stages: list[Stage]) -> np.ndarray | None:
+def start_vector(
+    inst: TrainingInstance, built: Built, compiled: Any, stages: list[Stage]
+) -> np.ndarray | None:
     lay: TrainingLayout = built.layout
     arcs, A = lay.arcs, len(lay.arcs)
     key = {
         (int(t), int(s), int(e), int(r), int(d)): a
-        for a, (t, s, e, r, d) in enumerate(zip(arcs.type, arcs.start, arcs.end, arcs.replicas, arcs.tp, strict=True))
+        for a, (t, s, e, r, d) in enumerate(
+            zip(arcs.type, arcs.start, arcs.end, arcs.replicas, arcs.tp, strict=True)
+        )
     }
     c = 0
     if lay.copies != (0,):
@@ -484,7 +531,9 @@ def start_vector(inst: TrainingInstance, built: Built, compiled: Any, stages: li
     name = "iteration_ms" if lay.copies != (0,) else "bottleneck_ms"
     j = compiled.column(built.model.component(name))
     if j >= 0:
-        x0[j] = objective_of(inst, "min_iteration_time" if lay.copies != (0,) else "min_stage_time", stages)
+        x0[j] = objective_of(
+            inst, "min_iteration_time" if lay.copies != (0,) else "min_stage_time", stages
+        )
     return x0
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -81,7 +82,15 @@ def verify_serving(
     placement: pd.DataFrame,
     flow: pd.DataFrame,
 ) -> Verification:
-    checks = ("placement", "links", "chaining", "capacities", "conservation", "objective", "maximal")
+    checks = (
+        "placement",
+        "links",
+        "chaining",
+        "capacities",
+        "conservation",
+        "objective",
+        "maximal",
+    )
     problems: list[str] = []
     L = inst.layers
     nodes = {nd.id: nd for nd in inst.nodes}
@@ -130,9 +139,13 @@ def verify_serving(
             problems.append(f"link {u} -> {v}: {f:.9g} tokens/s over its capacity {caps[u, v]:.9g}")
         if f > tol:
             if u == SOURCE and where[v][0] != 0:
-                problems.append(f"source -> {v} carries tokens but {v}'s range starts at {where[v][0]}")
+                problems.append(
+                    f"source -> {v} carries tokens but {v}'s range starts at {where[v][0]}"
+                )
             elif v == SINK and sum(where[u]) != L:
-                problems.append(f"{u} -> sink carries tokens but {u}'s range ends at {sum(where[u])}")
+                problems.append(
+                    f"{u} -> sink carries tokens but {u}'s range ends at {sum(where[u])}"
+                )
             elif u != SOURCE and v != SINK and sum(where[u]) != where[v][0]:
                 problems.append(
                     f"{u} -> {v} carries tokens but {u} ends at layer {sum(where[u])} and {v} "
@@ -151,8 +164,12 @@ def verify_serving(
         cap = nd.throughput_by_layers[where[nid][1] - 1]
         if fin > cap * (1 + TOL) + tol:
             problems.append(f"node {nid}: {fin:.9g} tokens/s over its throughput {cap:.9g}")
-    if objective_value is None or not math.isclose(total, objective_value, rel_tol=TOL, abs_tol=TOL):
-        problems.append(f"flow out of the source is {total:.12g}, the result says {objective_value}")
+    if objective_value is None or not math.isclose(
+        total, objective_value, rel_tol=TOL, abs_tol=TOL
+    ):
+        problems.append(
+            f"flow out of the source is {total:.12g}, the result says {objective_value}"
+        )
     best, _ = placement_max_flow(inst, where)
     if best > total * (1 + TOL) + tol:
         problems.append(f"the placement carries {best:.12g} tokens/s, the flow only {total:.12g}")
@@ -165,7 +182,7 @@ def verify_training(
     inst: TrainingInstance,
     objective: str,
     objective_value: float | None,
-    tables: dict[str, pd.DataFrame],
+    tables: Mapping[str, pd.DataFrame],
 ) -> Verification:
     checks = ("contiguous", "runs_there", "memory", "devices", "times", "objective")
     problems: list[str] = []
@@ -185,7 +202,9 @@ def verify_training(
         s, n = int(r["start_layer"]), int(r["num_layers"])
         rep, tp = int(r["replicas"]), int(r["tp_degree"])
         if int(r["stage"]) != k:
-            problems.append(f"stages are numbered {[int(x['stage']) for x in rows]}, not 0..{len(rows) - 1}")
+            problems.append(
+                f"stages are numbered {[int(x['stage']) for x in rows]}, not 0..{len(rows) - 1}"
+            )
             break
         if s != nxt or n < 1 or s + n > L:
             problems.append(f"stage {k}: layers [{s}, {s + n}) do not continue at {nxt}")
@@ -210,13 +229,20 @@ def verify_training(
         comp /= rep
         mem = sum(layer.memory_gb for layer in layers[s : s + n]) / tp
         if mem > dev[t].memory_gb * (1 + TOL):
-            problems.append(f"stage {k}: needs {mem:.6g} GB per device, {t} has {dev[t].memory_gb:g}")
+            problems.append(
+                f"stage {k}: needs {mem:.6g} GB per device, {t} has {dev[t].memory_gb:g}"
+            )
         trans = 0.0
         if k + 1 < len(rows) and layers[s + n - 1].activation_gb > 0:
             b = bw.get((t, str(rows[k + 1]["device_type"])))
             if b is not None:
                 trans = layers[s + n - 1].activation_gb / b * 1000.0
-        for name, want in (("compute_ms", comp), ("transfer_ms", trans), ("time_ms", comp + trans), ("memory_gb", mem)):
+        for name, want in (
+            ("compute_ms", comp),
+            ("transfer_ms", trans),
+            ("time_ms", comp + trans),
+            ("memory_gb", mem),
+        ):
             if not math.isclose(float(r[name]), want, rel_tol=TOL, abs_tol=TOL):
                 problems.append(f"stage {k}: {name} is {r[name]}, recomputed {want:.9g}")
         times.append(comp + trans)
@@ -232,7 +258,9 @@ def verify_training(
             s, n = int(r["start_layer"]), int(r["num_layers"])
             for layer in layers[s : s + n]:
                 if got.get(layer.id) != k:
-                    problems.append(f"layer_stage: layer {layer.id} is in stage {got.get(layer.id)}, not {k}")
+                    problems.append(
+                        f"layer_stage: layer {layer.id} is in stage {got.get(layer.id)}, not {k}"
+                    )
                     break
     value = None
     if times and not problems:
@@ -240,6 +268,12 @@ def verify_training(
         value = bottleneck
         if objective == "min_iteration_time":
             value = (inst.micro_batches + len(times) - 1) * bottleneck
-        if objective_value is None or not math.isclose(value, objective_value, rel_tol=TOL, abs_tol=TOL):
-            problems.append(f"objective recomputed as {value:.12g}, the result says {objective_value}")
-    return Verification(ok=not problems, objective_value=value, violations=tuple(problems), checks=checks)
+        if objective_value is None or not math.isclose(
+            value, objective_value, rel_tol=TOL, abs_tol=TOL
+        ):
+            problems.append(
+                f"objective recomputed as {value:.12g}, the result says {objective_value}"
+            )
+    return Verification(
+        ok=not problems, objective_value=value, violations=tuple(problems), checks=checks
+    )
