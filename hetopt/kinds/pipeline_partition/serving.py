@@ -15,9 +15,9 @@ link on with big-M rows ``start_j = start_i + k_i``. Here a node's range is a co
 * a warm start (:func:`warm_start`): the best *segment pipeline* by a dynamic programme
   over the layer line and the nodes used, found by bisection on the throughput, repeated
   on the nodes left over; its value ``F0`` gives the cover rows ``c_cover`` (every layer
-  is held with at least ``F0`` tokens/s of capacity, capped at ``F0`` per arc) and the
-  lower bound ``throughput >= F0``: both hold for every placement at least as good as
-  the warm start, so for every optimal one.
+  is held with at least ``F0`` tokens/s of capacity, capped at ``F0`` per arc, and its
+  rounded "level" versions) and the lower bound ``throughput >= F0``: they hold for every
+  placement at least as good as the warm start, so for every optimal one.
 
 Everything is in the user's units (tokens/s): the exported model's objective is the
 reported throughput.
@@ -43,6 +43,9 @@ INF = float("inf")
 COVER_SLACK = 1e-9
 """Relative slack on the warm start's value in ``c_cover`` and ``throughput >= F0`` (the
 start must stay feasible under HiGHS's tolerances)."""
+COVER_LEVELS = (2, 3, 4)
+"""``k`` of the cover rows ``c_cover_<k>`` (measured: 2-4 prove Helix's clusters and the
+generated 16-node one at the root; adding 6 made HiGHS slower)."""
 DP_MAX_STATES = 200_000
 """The warm-start DP runs when ``layers x prod(group size + 1)`` is at most this."""
 
@@ -710,22 +713,29 @@ def build(
         np.zeros(1),
         cols,
     )
-    # with throughput >= theta, every layer is held with theta tokens/s of capacity:
-    # c_cover_capacity[l]: sum_{a holds l} min(cap[a] / theta, 1) hold[a] >= 1
-    # c_cover_count[l]:    sum_{a holds l} (1 if cap[a] >= theta else 1/2) hold[a] >= 1
-    #   (one node that alone carries theta, or at least two nodes)
+    # with throughput >= theta, every layer is held with theta tokens/s of capacity; with
+    # x[a] = min(cap[a] / theta, 1):
+    # c_cover_capacity[l]: sum_{a holds l} x[a] hold[a] >= 1
+    # c_cover_<k>[l]:      sum_{a holds l} w_k[a] hold[a] >= 1,
+    #   w_k = 1 if x = 1 else (floor((k - 1) x) + 1) / k   (k = 2: one node that alone
+    #   carries theta, or at least two nodes)
     if cover:
         held_r = [np.arange(int(s_), int(e_)) for s_, e_ in zip(arcs.start, arcs.end, strict=True)]
         rr = np.concatenate(held_r)
         cc = np.repeat(H + ar, arcs.length)
-        w_cap = np.minimum(arcs.cap / theta, 1.0)
-        w_cnt = np.where(arcs.cap >= theta, 1.0, 0.5)
+        x = np.minimum(arcs.cap / theta, 1.0)
         m.c_cover_capacity = LinearRows.from_coo(
-            rr, cc, np.repeat(w_cap, arcs.length), L, np.ones(L), np.full(L, INF), cols
+            rr, cc, np.repeat(x, arcs.length), L, np.ones(L), np.full(L, INF), cols
         )
-        m.c_cover_count = LinearRows.from_coo(
-            rr, cc, np.repeat(w_cnt, arcs.length), L, np.ones(L), np.full(L, INF), cols
-        )
+        for k in COVER_LEVELS:
+            # (x shaded down by 1e-12 so that rounding never lifts a weight)
+            w = np.where(arcs.cap >= theta, 1.0, (np.floor((k - 1) * x * (1 - 1e-12)) + 1) / k)
+            m.add_component(
+                f"c_cover_{k}",
+                LinearRows.from_coo(
+                    rr, cc, np.repeat(w, arcs.length), L, np.ones(L), np.full(L, INF), cols
+                ),
+            )
     m.obj = pyo.Objective(expr=m.throughput, sense=pyo.maximize)
     layout = ServingLayout(net, arcs, link_pair, link_boundary, start, cover, theta, improve)
     return Built(m, layout)
