@@ -156,8 +156,6 @@ DETAILS = (
     Detail("stages", "int", "training: number of pipeline stages"),
     Detail("bottleneck_ms", "float", "training: the largest stage time", "ms"),
     Detail("iteration_ms", "float", "training: (micro_batches + stages - 1) x bottleneck", "ms"),
-    Detail("stage_counts_solved", "list", "training (min_iteration_time): stage counts solved"),
-    Detail("dp_bottleneck_ms", "float", "training: bottleneck of the DP warm start", "ms"),
 )
 
 

@@ -13,9 +13,10 @@ at each boundary), so contiguity needs no ordering variables and no big-M:
   so the rows ``iteration >= (micro_batches + S - 1) x time`` are linear: an exact
   extended formulation without big-M.
 
-:func:`fixed_order_dp` is the O(L^2 S) dynamic programme for a fixed device order (the
-known answer the tests compare with); :func:`best_order_dp` runs it over every order of
-the device types' counts (small instances) to give the MILP a start.
+:func:`fixed_order_dp` is the O(L^2 S) dynamic programme for a fixed device order (a
+known answer the tests compare with); :func:`usage_dp` is exact over every order for one
+device per stage without transfers (a DP over the devices used per type) and gives the
+MILP its start.
 """
 
 from __future__ import annotations
@@ -253,6 +254,20 @@ def build(inst: TrainingInstance, objective: str, stage_cap: int | None = None) 
             np.array([float(stage_cap)]),
             cols,
         )
+    if iteration and A:
+        # c_work_bound: with S stages the bottleneck is at least the least total work W
+        # over S (and the slowest layer's least time): sum_S (M + S - 1) lb_S sigma_S <= it.
+        W, slowest = work_lower_bound(inst, arcs)
+        lb = np.array([(M + S - 1) * max(W / S, slowest) for S in copies])
+        m.c_work_bound = LinearRows.from_coo(
+            np.zeros(len(first) * C + 1, dtype=np.int64),
+            np.concatenate([*[col(first, c) for c in range(C)], [OB]]),
+            np.concatenate([*[np.full(len(first), lb[c]) for c in range(C)], [-1.0]]),
+            1,
+            np.full(1, -INF),
+            np.zeros(1),
+            cols,
+        )
     # c_layer_time[l]: sum over copies of mult x time of the stage holding l <= objective
     lens = arcs.end - arcs.start
     held = (
@@ -299,6 +314,23 @@ def build(inst: TrainingInstance, objective: str, stage_cap: int | None = None) 
         )
     m.obj = pyo.Objective(expr=obj_var, sense=pyo.minimize)
     return Built(m, TrainingLayout(arcs, copies, comm, tuple(trans_keys)))
+
+
+def work_lower_bound(inst: TrainingInstance, arcs: StageArcs) -> tuple[float, float]:
+    """``(W, t)``: ``W`` = the sum over layers of the least time a stage spends on it (over
+    every type, tensor-parallel degree and replica count an arc offers), so ``S`` stages
+    have a bottleneck of at least ``W / S``; ``t`` = the largest such least time."""
+    L = len(inst.layers)
+    least = np.full(L, INF)
+    for ti, dev in enumerate(inst.devices):
+        for d in tp_degrees(inst, dev.type):
+            sel = (arcs.type == ti) & (arcs.tp == d)
+            if not sel.any():
+                continue
+            r = int(arcs.replicas[sel].max())
+            least = np.minimum(least, layer_times(inst, dev.type, d) / r)
+    least = np.where(np.isfinite(least), least, 0.0)
+    return float(least.sum()), float(least.max(initial=0.0))
 
 
 def _type_rows(
@@ -448,7 +480,7 @@ class _Pipeline(BuildMethodBase):
     def start(
         self, instance: TrainingInstance, params: Any, built: Built, compiled: Any
     ) -> np.ndarray | None:
-        got = best_order_dp(instance, self.objective, params.max_stages)
+        got = usage_dp(instance, self.objective, params.max_stages)
         if got is None:
             return None
         _, stages = got
@@ -592,24 +624,73 @@ def fixed_order_dp(
     return value, stages
 
 
-def best_order_dp(
-    inst: TrainingInstance, objective: str, stage_cap: int | None = None, limit: int = 2000
+def usage_dp(
+    inst: TrainingInstance,
+    objective: str,
+    stage_cap: int | None = None,
+    max_states: int = 2_000_000,
 ) -> tuple[float, list[Stage]] | None:
-    """The best :func:`fixed_order_dp` over every sequence of device types that the
-    counts allow (up to ``limit`` sequences, shortest first); a warm start."""
-    Smax = max_stages(inst, stage_cap)
-    counts = {d.type: d.count for d in inst.devices}
-    types = list(counts)
-    best: tuple[float, list[Stage]] | None = None
-    tried = 0
-    for S in range(1, Smax + 1):
-        for seq in itertools.product(types, repeat=S):
-            if any(seq.count(t) > counts[t] for t in types):
-                continue
-            tried += 1
-            if tried > limit:
-                return best
-            got = fixed_order_dp(inst, list(seq), objective)
-            if got is not None and (best is None or got[0] < best[0] - 1e-12):
-                best = got
-    return best
+    """Exact for one device per stage without transfers: a DP over (boundary, devices
+    used per type) of the smallest bottleneck, ``best[e][u + 1_t] = min(max(best[s][u],
+    cost_t(s, e)))``; the number of stages is ``sum(u)``, so ``min_iteration_time`` is
+    ``min_u (micro_batches + sum(u) - 1) best[L][u]``. With replicas, tensor parallelism
+    or transfers its plan is still feasible (an upper bound, the MILP's start); its value
+    is then recomputed with them. ``None`` if no plan fits or the state space exceeds
+    ``max_states``."""
+    L = len(inst.layers)
+    counts = [d.count for d in inst.devices]
+    shape = tuple(min(c, L) + 1 for c in counts)
+    if L * math.prod(shape) > max_states:
+        return None
+    T = len(counts)
+    mem = np.concatenate([[0.0], np.cumsum([layer.memory_gb for layer in inst.layers])])
+    costs = []
+    for dev in inst.devices:
+        tm = layer_times(inst, dev.type, 1)
+        pre = np.concatenate([[0.0], np.cumsum(np.where(np.isfinite(tm), tm, 0.0))])
+        bad = np.concatenate([[0], np.cumsum(~np.isfinite(tm))])
+        ss = np.arange(L + 1)[:, None]
+        ee = np.arange(L + 1)[None, :]
+        ok = (ee > ss) & (bad[ee] - bad[ss] == 0)
+        ok &= mem[ee] - mem[ss] <= dev.memory_gb * (1 + 1e-12)
+        costs.append(np.where(ok, pre[ee] - pre[ss], INF))
+    best = [np.full(shape, INF) for _ in range(L + 1)]
+    par_p = [np.full(shape, -1, dtype=np.int64) for _ in range(L + 1)]
+    par_t = [np.full(shape, -1, dtype=np.int64) for _ in range(L + 1)]
+    best[0][(0,) * T] = 0.0
+    for p in range(L):
+        if not np.isfinite(best[p]).any():
+            continue
+        for t in range(T):
+            src = tuple(slice(0, n - 1) if d == t else slice(None) for d, n in enumerate(shape))
+            dst = tuple(slice(1, n) if d == t else slice(None) for d, n in enumerate(shape))
+            from_p = best[p][src]
+            for e in range(p + 1, L + 1):
+                c = costs[t][p, e]
+                if not math.isfinite(c):
+                    continue
+                cand = np.maximum(from_p, c)
+                cur = best[e][dst]
+                better = cand < cur - 1e-12
+                if better.any():
+                    cur[better] = cand[better]
+                    par_p[e][dst][better] = p
+                    par_t[e][dst][better] = t
+    final = best[L].copy()
+    used = np.indices(shape).sum(axis=0)
+    if stage_cap is not None:
+        final[used > stage_cap] = INF
+    if objective == "min_iteration_time":
+        final = np.where(np.isfinite(final), final * (inst.micro_batches + used - 1), INF)
+    if not np.isfinite(final).any():
+        return None
+    u = np.array(np.unravel_index(int(np.argmin(final)), shape))
+    stages: list[Stage] = []
+    e = L
+    while e > 0:
+        p, t = int(par_p[e][tuple(u)]), int(par_t[e][tuple(u)])
+        stages.append(Stage(t, p, e))
+        u[t] -= 1
+        e = p
+    stages.reverse()
+    return objective_of(inst, objective, stages), stages
