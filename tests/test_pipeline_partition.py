@@ -201,6 +201,18 @@ def test_time_limited_serving_is_feasible_with_a_bound(tmp_path: Path) -> None:
     assert r.verification is not None and r.verification.ok
 
 
+@pytest.mark.slow
+def test_node_limit_reports_the_warm_start_with_a_bound() -> None:
+    # generated seed 5 is not proven at the root: with one node HiGHS finds nothing better
+    # than the warm start; it is reported 'feasible' with HiGHS's bound (above theta)
+    inst = generate("serving", 9, 30, 3, seed=5)
+    r = hetopt.solve(inst, options=SolveOptions(threads=1, highs_options={"mip_max_nodes": 1}))
+    assert r.status == Status.FEASIBLE and r.info["warm_start_used"]
+    assert r.objective_value == pytest.approx(r.info["warm_start_tokens_s"])
+    assert r.bound is not None and r.bound > r.objective_value * (1 + 1e-6)
+    assert r.verification is not None and r.verification.ok
+
+
 def _tamper(result: hetopt.Result, table: str, row: int, col: str, value: Any) -> hetopt.Result:
     import dataclasses
 
@@ -312,6 +324,10 @@ def test_training_matches_brute_force(seed: int, objective: str) -> None:
     assert r.verification is not None and r.verification.ok, r.verification
     assert r.objective_value == pytest.approx(want, rel=1e-6)
     assert len(r.tables["layer_stage"]) == len(data["layers"])
+    dp = training.usage_dp(PipelinePartitionInstance.from_dict(data), objective)
+    assert dp is not None and dp[0] >= want - 1e-9  # a feasible plan
+    if "interconnect" not in data:  # exact without transfers
+        assert dp[0] == pytest.approx(want, rel=1e-9)
 
 
 @pytest.mark.parametrize("seed", range(6))
