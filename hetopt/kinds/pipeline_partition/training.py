@@ -681,7 +681,8 @@ def usage_dp(
     if stage_cap is not None:
         final[used > stage_cap] = INF
     if objective == "min_iteration_time":
-        final = np.where(np.isfinite(final), final * (inst.micro_batches + used - 1), INF)
+        mult = (inst.micro_batches + used - 1).astype(float)
+        final = np.multiply(final, mult, out=np.full(shape, INF), where=np.isfinite(final))
     if not np.isfinite(final).any():
         return None
     u = np.array(np.unravel_index(int(np.argmin(final)), shape))
