@@ -159,6 +159,8 @@ DETAILS = (
 )
 
 
+WARM_START_SHARE = 0.3
+"""Share of the time limit the warm-start bisection may use."""
 IMPROVE_EPS = 1e-6
 """Relative improvement over the warm start the solved model asks for, unless the
 options give ``mip_rel_gap`` (then that)."""
@@ -182,7 +184,9 @@ class MaxThroughput(RunMethodBase):
         eps = IMPROVE_EPS if eps is None else float(eps)
         with session.timer("build_s"):
             net = S.node_groups(instance, params.aggregate)
-            start = S.warm_start(instance, net) if params.warm_start else S.WarmStart()
+            limit = session.options.time_limit_s
+            budget = None if limit is None else WARM_START_SHARE * limit
+            start = S.warm_start(instance, net, budget) if params.warm_start else S.WarmStart()
             improve = eps if params.cover_cuts and start.tokens_s > 0 else None
             built = S.build(
                 instance, params.warm_start, params.cover_cuts, params.aggregate, improve, start
