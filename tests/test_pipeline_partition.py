@@ -116,6 +116,7 @@ def test_serving_matches_brute_force(seed: int) -> None:
         assert r.verification is not None and r.verification.ok
         assert r.objective_value == pytest.approx(want, rel=1e-6, abs=1e-6), params
         assert r.bound is not None and r.bound >= want - 1e-6
+        assert r.info.get("lp_bound_tokens_s", want) >= want - 1e-6
 
 
 def test_serving_small_known_answer() -> None:
