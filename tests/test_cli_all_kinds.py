@@ -230,6 +230,7 @@ SMALL = {
     "--machines": "2",
     "--family": "U1-100",
     "--buckets": "4",
+    "--nodes": "3",
 }
 
 

@@ -91,6 +91,11 @@ REGISTRY: dict[str, KindEntry] = {
         generate="hetopt.kinds.llm_serving.cli:generate_cmd",
         convert={"azure-llm": "hetopt.kinds.llm_serving.cli:convert_azure_cmd"},
     ),
+    "pipeline_partition": KindEntry(
+        "hetopt.kinds.pipeline_partition",
+        generate="hetopt.kinds.pipeline_partition.cli:generate_cmd",
+        convert={"helix": "hetopt.kinds.pipeline_partition.cli:convert_helix_cmd"},
+    ),
 }
 
 _CACHE: dict[str, Kind] = {}
