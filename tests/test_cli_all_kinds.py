@@ -248,7 +248,9 @@ def _small_args(name: str) -> list[str]:
         if option in help_text:
             args += [option, value]
     # a required whole-number option not named in SMALL (a new kind needs no edit here)
-    for option in re.findall(r"(--[a-z][a-z-]*) INTEGER(?: RANGE)?[^\n]*\[(?:[^\]]*; )?required", help_text):
+    for option in re.findall(
+        r"(--[a-z][a-z-]*) INTEGER(?: RANGE)?[^\n]*\[(?:[^\]]*; )?required", help_text
+    ):
         if option not in args:
             args += [option, "3"]
     return args
