@@ -1,12 +1,16 @@
-"""The ``gpu_cluster`` kind: Gavel's heterogeneity-aware GPU-cluster policies.
+"""The ``gpu_cluster`` kind: Gavel's heterogeneity-aware GPU-cluster policies, and
+Lyra's elastic jobs on loaned capacity.
 
 Decision ``alloc[i,t]``: fraction of wall-clock time job ``i`` runs on GPU type ``t``.
 See ``models/gpu_cluster.md`` for the mathematics. The objectives' methods: one LP for
 ``max_min_fairness`` and ``makespan`` (:mod:`.methods`; with space sharing when the
 instance has a ``colocation`` list), several LPs on one live model for the other
-policies (:mod:`.policies`). The kind also offers decomposition (:mod:`.decompose`),
-a live policy for scheduler loops (:class:`PersistentPolicy`), Gavel's round mechanism
-(:mod:`.rounds`) and trace replay (:mod:`.simulate`).
+policies (:mod:`.policies`), and one MILP each for Lyra's ``max_progress`` (whole GPUs
+per job, elastic worker counts, loaned GPUs) and ``reclaim`` (which loaned servers to
+return) (:mod:`.elastic`, ``models/gpu_cluster_elastic.md``). The kind also offers
+decomposition (:mod:`.decompose`), a live policy for scheduler loops
+(:class:`PersistentPolicy`), Gavel's round mechanism (:mod:`.rounds`) and trace replay
+(:mod:`.simulate`).
 """
 
 from __future__ import annotations
@@ -16,13 +20,14 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from ...contract import Column, Decomposer, Detail, Method, Objective, Params, Table
-from ...errors import UsageError
+from ...errors import InstanceError, UsageError
 from ...result import Result, Verification
 from ..base import Kind
+from . import elastic as E
 from . import methods as LP
 from . import policies as P
 from . import verify as V
-from .data import GpuClusterInstance, GpuJob
+from .data import ElasticSpec, GpuClusterInstance, GpuJob, LoanedServer
 from .decompose import DECOMPOSER
 from .formulations import agnostic_throughputs
 from .generate import generate
@@ -31,10 +36,12 @@ from .trace import read_gavel_trace, trace_to_instance
 
 __all__ = [
     "KIND",
+    "ElasticSpec",
     "GpuClusterInstance",
     "GpuClusterKind",
     "GpuClusterParams",
     "GpuJob",
+    "LoanedServer",
     "PersistentPolicy",
     "agnostic_throughputs",
     "generate",
@@ -52,11 +59,22 @@ class GpuClusterParams(Params):
         False,
         description="allocate as if every GPU type were equal (heterogeneity-agnostic baseline)",
     )
+    servers: int = Field(1, ge=1, description="reclaim: how many loaned servers to return")
+    server_type: str | None = Field(
+        None, description="reclaim: return servers of this GPU type only (default: any)"
+    )
+    shrink_cost: float = Field(
+        0.0,
+        ge=0,
+        description="reclaim: cost per worker an elastic job gives up when it shrinks "
+        "(in units of preemption cost; 0: count preemptions only)",
+    )
 
 
 ALLOCATION = Table(
     "allocation",
-    "time shares: the fraction of wall-clock time each job runs on each GPU type",
+    "time shares: the fraction of wall-clock time each job runs on each GPU type "
+    "(every objective but max_progress and reclaim, which use whole GPUs)",
     (
         Column("job", "str", "job id"),
         Column("worker_type", "str", "GPU type"),
@@ -68,6 +86,7 @@ ALLOCATION = Table(
             optional=True,
         ),
     ),
+    optional=True,
 )
 
 JOBS = Table(
@@ -108,6 +127,87 @@ JOBS = Table(
     optional=True,
 )
 
+ELASTIC_ALLOCATION = Table(
+    "elastic_allocation",
+    "whole GPUs per job (max_progress): the one option each job runs with, one row per "
+    "job; a job that waits has workers 0 and worker_type ''",
+    (
+        Column("job", "str", "job id"),
+        Column("worker_type", "str", "GPU type the job runs on ('' when it waits)"),
+        Column(
+            "workers",
+            "int",
+            "GPUs the job runs on (an elastic job's chosen count, else scale_factor; 0: waits)",
+        ),
+        Column("throughput", "float", "whole-job throughput with those workers", "steps/s"),
+        Column(
+            "progress_per_h",
+            "float",
+            "the job's term of the objective: 3600 * weight * throughput / steps_remaining",
+            "1/h",
+        ),
+        Column("elastic", "bool", "the job is elastic (its worker count was chosen)"),
+    ),
+    optional=True,
+)
+
+CAPACITY = Table(
+    "capacity",
+    "GPUs per type (max_progress): owned, loanable, used by the allocation, borrowed",
+    (
+        Column("worker_type", "str", "GPU type"),
+        Column("workers", "int", "GPUs the cluster owns (the instance's workers)"),
+        Column("loanable", "int", "GPUs that may be borrowed (the instance's loanable)"),
+        Column("used", "int", "GPUs the allocation uses"),
+        Column("borrowed", "int", "GPUs used beyond the owned ones: max(0, used - workers)"),
+    ),
+    optional=True,
+)
+
+LOANED_SERVERS = Table(
+    "loaned_servers",
+    "the loaned servers (reclaim): one row per server, returned or kept",
+    (
+        Column("server", "str", "server id"),
+        Column("worker_type", "str", "GPU type of the server"),
+        Column("gpus", "int", "GPUs of the server"),
+        Column("gpus_used", "int", "GPUs the jobs placed on it use now"),
+        Column("returned", "bool", "the server goes back to its owner"),
+    ),
+    optional=True,
+)
+
+RECLAIM_JOBS = Table(
+    "reclaim_jobs",
+    "what returning the servers does to each job (reclaim): one row per job",
+    (
+        Column("job", "str", "job id"),
+        Column("worker_type", "str", "GPU type of its loaned servers ('' when on none)"),
+        Column("loaned_gpus", "int", "GPUs the job has on loaned servers now"),
+        Column("gpus_lost", "int", "GPUs it has on the returned servers"),
+        Column(
+            "workers_before",
+            "int",
+            "workers it runs with now (current_workers; 0 when unknown: an elastic job on "
+            "no loaned server without current_workers)",
+        ),
+        Column("workers_after", "int", "workers after the return (0: preempted)"),
+        Column(
+            "action",
+            "str",
+            "'keep' (loses nothing), 'shrink' (an elastic job runs on fewer workers) or 'preempt'",
+        ),
+        Column(
+            "cost",
+            "float",
+            "its term of the objective: preemption_cost if preempted, shrink_cost * "
+            "workers given up if shrunk",
+            "preemption cost",
+        ),
+    ),
+    optional=True,
+)
+
 DETAILS = (
     Detail("agnostic", "bool", "allocated with the heterogeneity-agnostic throughputs"),
     Detail("lp_method", "str", "the LP algorithm"),
@@ -137,6 +237,16 @@ DETAILS = (
     Detail("slo_unmet", "list", "jobs whose SLO cannot be met together with the others"),
     Detail("slo_all_met", "bool", "every SLO is met"),
     Detail("cost_per_hour", "float", "what the allocation pays", "$/h"),
+    Detail("options", "int", "max_progress: (job, type, workers) options in the MILP"),
+    Detail("elastic_jobs", "int", "max_progress: jobs with elastic worker counts"),
+    Detail("jobs_running", "int", "max_progress: jobs given an option"),
+    Detail("gpus_borrowed", "int", "max_progress: GPUs used beyond the owned workers"),
+    Detail("servers_requested", "int", "reclaim: loaned servers to return (servers)"),
+    Detail("server_type", "str", "reclaim: the only GPU type returned (server_type; null: any)"),
+    Detail("shrink_cost", "float", "reclaim: cost per worker an elastic job gives up"),
+    Detail("preempted_jobs", "int", "reclaim: jobs preempted"),
+    Detail("shrunk_jobs", "int", "reclaim: elastic jobs that shrink"),
+    Detail("gpus_returned", "int", "reclaim: GPUs of the returned servers"),
 )
 
 OBJECTIVES = (
@@ -175,6 +285,23 @@ OBJECTIVES = (
         "normalised throughput per $/h",
         "max",
     ),
+    Objective(
+        "max_progress",
+        "Lyra: give each job one (GPU type, worker count) option or none, whole GPUs within "
+        "workers + loanable, maximising the sum of 3600 * weight * throughput / "
+        "steps_remaining (remaining work finished per hour); elastic jobs choose their "
+        "worker count, the others run on scale_factor GPUs or wait (MILP)",
+        "1/h",
+        "max",
+    ),
+    Objective(
+        "reclaim",
+        "Lyra: return `servers` loaned servers at the least preemption cost; an elastic "
+        "job on them shrinks to a worker count it still has GPUs for instead of stopping "
+        "(MILP)",
+        "preemption cost",
+        "min",
+    ),
 )
 
 TIME_SHARING = "time_sharing"
@@ -187,6 +314,8 @@ BY_VARIANT: dict[tuple[str, str], Method] = {
     ("finish_time_fairness", TIME_SHARING): P.FinishTimeFairness(),
     ("max_total_throughput", TIME_SHARING): P.MaxTotalThroughput(),
     ("min_cost", TIME_SHARING): P.MinCost(),
+    ("max_progress", TIME_SHARING): E.MaxProgress(),
+    ("reclaim", TIME_SHARING): E.Reclaim(),
     ("max_min_fairness", SPACE_SHARING): LP.MaxMinSpaceSharing(),
     ("makespan", SPACE_SHARING): LP.MakespanSpaceSharing(),
 }
@@ -203,7 +332,7 @@ class GpuClusterKind(Kind):
     methods: ClassVar[dict[str, Method]] = {
         o.name: BY_VARIANT[(o.name, TIME_SHARING)] for o in OBJECTIVES
     }
-    tables = (ALLOCATION, JOBS)
+    tables = (ALLOCATION, JOBS, ELASTIC_ALLOCATION, CAPACITY, LOANED_SERVERS, RECLAIM_JOBS)
     details = DETAILS
     decomposer: ClassVar[Decomposer | None] = DECOMPOSER
 
@@ -217,7 +346,50 @@ class GpuClusterKind(Kind):
             )
         return method
 
+    def check(self, instance: GpuClusterInstance, objective: str, params: Any) -> None:
+        """What each objective needs (``hetopt validate -O NAME`` agrees with solve).
+
+        * Every objective: a method for the instance's variant (space sharing is
+          modelled by ``max_min_fairness`` and ``makespan`` only).
+        * ``max_progress``: ``steps_remaining`` on every job; ``reclaim``:
+          ``loaned_servers`` and at most as many ``servers`` as can be returned; neither
+          takes ``agnostic`` (:func:`.elastic.check`).
+        * The time-share objectives: no elastic job (``jobs[i].elastic``) and no
+          ``loanable`` capacity (they allocate the owned ``workers``), no reclaim
+          parameter; ``steps_remaining`` for ``makespan`` and ``finish_time_fairness``;
+          ``cost_per_hour`` (and steps for jobs with an SLO) for ``min_cost``.
+        """
+        self.method_for(objective, instance, params)
+        if objective in E.OBJECTIVES:
+            E.check(instance, objective, params)
+            return
+        for i, job in enumerate(instance.jobs):
+            if job.elastic is not None:
+                raise InstanceError(
+                    f"objective {objective!r} allocates time shares to fixed-size jobs; an "
+                    "elastic job is scheduled by max_progress (or give it throughput and "
+                    "scale_factor instead)",
+                    f"jobs[{i}].elastic",
+                )
+        if instance.loanable is not None:
+            raise InstanceError(
+                f"loaned capacity is used by max_progress and reclaim only; objective "
+                f"{objective!r} allocates the owned workers (drop loanable)",
+                "loanable",
+            )
+        given = sorted(set(E.RECLAIM_PARAMS) & params.model_fields_set)
+        if given:
+            raise UsageError(f"{', '.join(given)}: only the reclaim objective takes it")
+        if objective in ("makespan", "finish_time_fairness"):
+            LP.require_steps(instance, objective)
+        elif objective == "min_cost":
+            P.min_cost_inputs(instance)
+
     def verify(self, instance: GpuClusterInstance, result: Result) -> Verification:
+        if result.objective == "max_progress":
+            return V.verify_max_progress(instance, result)
+        if result.objective == "reclaim":
+            return V.verify_reclaim(instance, result)
         if "allocation" not in result.tables:
             return Verification(ok=False, violations=("the result has no allocation table",))
         return V.verify(

@@ -20,15 +20,45 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
+class ElasticSpec(_Strict):
+    """The options of an elastic job (Lyra): how fast it runs with each worker count.
+
+    ``throughput[t][k]`` is steps/s of the whole job with ``workers[k]`` GPUs of type
+    ``t`` (0: it cannot run with that many there). ``workers`` is strictly increasing.
+    """
+
+    workers: Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=1)]
+    throughput: Annotated[dict[str, list[NonNegFloat]], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _shape(self) -> ElasticSpec:
+        for k in range(1, len(self.workers)):
+            if self.workers[k] <= self.workers[k - 1]:
+                raise fail(
+                    f"workers[{k}]",
+                    f"worker counts must be strictly increasing, got {self.workers}",
+                )
+        for t, values in self.throughput.items():
+            if len(values) != len(self.workers):
+                raise fail(
+                    f"throughput.{t}",
+                    f"expected {len(self.workers)} values (one per entry of workers), "
+                    f"got {len(values)}",
+                )
+        return self
+
+
 class GpuJob(_Strict):
     """One job of a GPU cluster.
 
     ``throughput[t]`` is steps/s of the whole job on ``scale_factor`` GPUs of type ``t``;
-    0 or a missing type means the job cannot run there.
+    0 or a missing type means the job cannot run there. An elastic job gives its options
+    in ``elastic`` instead (and omits ``throughput`` and ``scale_factor``).
     """
 
     id: Annotated[str, Field(min_length=1)]
-    throughput: dict[str, NonNegFloat]
+    throughput: dict[str, NonNegFloat] | None = None
+    """Required unless the job is ``elastic``."""
     scale_factor: Annotated[int, Field(ge=1)] = 1
     weight: PosFloat = 1.0
     steps_remaining: PosFloat | None = None
@@ -41,6 +71,25 @@ class GpuJob(_Strict):
     """User or team the job belongs to (entity weights in water-filling)."""
     arrival_s: NonNegFloat | None = None
     """When the job arrives (seconds from the start of a trace); kept for trace replay."""
+    elastic: ElasticSpec | None = None
+    """Worker counts and throughputs of an elastic job (``max_progress``, ``reclaim``)."""
+    current_workers: Annotated[int, Field(ge=1)] | None = None
+    """Workers the job runs with now (``reclaim``), all of the type of its loaned servers;
+    default: ``scale_factor``, or for an elastic job its GPUs on loaned servers."""
+    preemption_cost: PosFloat | None = None
+    """What preempting the job costs (``reclaim``; default 1: count preemptions)."""
+
+
+class LoanedServer(_Strict):
+    """A server lent to the training cluster (Lyra's capacity loaning) and the jobs on it.
+
+    ``jobs[j]`` is how many of the server's GPUs job ``j`` uses now (``reclaim``).
+    """
+
+    id: Annotated[str, Field(min_length=1)]
+    worker_type: Annotated[str, Field(min_length=1)]
+    gpus: Annotated[int, Field(ge=1)]
+    jobs: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
 
 
 class Colocation(_Strict):
@@ -83,6 +132,12 @@ class GpuClusterInstance(InstanceBase):
     colocation: list[Colocation] | None = None
     """Optional space-sharing throughputs of job-type pairs (``max_min_fairness`` and
     ``makespan`` then also consider two jobs sharing GPUs)."""
+    loanable: dict[str, Annotated[int, Field(ge=0)]] | None = None
+    """GPUs of each type the training cluster may borrow beside ``workers`` (Lyra's
+    capacity loaning, e.g. idle inference GPUs; ``max_progress`` and ``reclaim``). Every
+    type must be listed in ``workers`` (with 0 if the cluster owns none)."""
+    loaned_servers: Annotated[list[LoanedServer], Field(min_length=1)] | None = None
+    """The loaned servers in use and the jobs placed on them (``reclaim``)."""
 
     @model_validator(mode="after")
     def _cross_checks(self) -> GpuClusterInstance:
@@ -90,6 +145,14 @@ class GpuClusterInstance(InstanceBase):
             raise fail("workers", "expected at least one worker type, e.g. {'v100': 8}")
         if sum(self.workers.values()) <= 0:
             raise fail("workers", "the cluster has no GPUs: every worker count is 0")
+        for t in self.loanable or {}:
+            if t not in self.workers:
+                raise fail(
+                    f"loanable.{t}",
+                    f"unknown worker type {t!r}; list it in workers (0 if the cluster owns "
+                    f"none), the cluster has: {', '.join(self.workers)}",
+                )
+        cap = self.capacity
         seen: dict[str, int] = {}
         for i, job in enumerate(self.jobs):
             if job.id in seen:
@@ -97,6 +160,14 @@ class GpuClusterInstance(InstanceBase):
                     f"jobs[{i}].id", f"duplicate job id {job.id!r} (also jobs[{seen[job.id]}])"
                 )
             seen[job.id] = i
+            if job.elastic is not None:
+                _check_elastic_job(i, job, self.workers, cap)
+                continue
+            if job.throughput is None:
+                raise fail(
+                    f"jobs[{i}].throughput",
+                    "required field is missing (or give the job's options in elastic)",
+                )
             for t in job.throughput:
                 if t not in self.workers:
                     raise fail(
@@ -104,9 +175,7 @@ class GpuClusterInstance(InstanceBase):
                         f"unknown worker type {t!r}; the cluster has: {', '.join(self.workers)}",
                     )
             runnable = [
-                t
-                for t, v in job.throughput.items()
-                if v > 0 and self.workers[t] >= job.scale_factor
+                t for t, v in job.throughput.items() if v > 0 and cap[t] >= job.scale_factor
             ]
             if not runnable:
                 raise fail(
@@ -114,6 +183,14 @@ class GpuClusterInstance(InstanceBase):
                     f"job {job.id!r} can run on no worker type: it needs a positive throughput on a "
                     f"type with at least scale_factor={job.scale_factor} GPUs",
                 )
+            if job.current_workers is not None and job.current_workers != job.scale_factor:
+                raise fail(
+                    f"jobs[{i}].current_workers",
+                    f"a job that is not elastic runs on scale_factor={job.scale_factor} GPUs, "
+                    f"got {job.current_workers}",
+                )
+        if self.loaned_servers is not None:
+            _check_loaned_servers(self, seen)
         if self.colocation is not None:
             seen_pairs: dict[tuple[str, str, str, int], int] = {}
             for k, entry in enumerate(self.colocation):
@@ -150,6 +227,139 @@ class GpuClusterInstance(InstanceBase):
     def arrays(self) -> ClusterArrays:
         return ClusterArrays.from_instance(self)
 
+    @property
+    def capacity(self) -> dict[str, int]:
+        """GPUs of each type the cluster may use: ``workers`` plus ``loanable``."""
+        loan = self.loanable or {}
+        return {t: n + loan.get(t, 0) for t, n in self.workers.items()}
+
+    @property
+    def has_elastic(self) -> bool:
+        """Some job is elastic."""
+        return any(j.elastic is not None for j in self.jobs)
+
+
+def _check_elastic_job(i: int, job: GpuJob, workers: dict[str, int], cap: dict[str, int]) -> None:
+    """An elastic job: no fixed-size fields, known types, one option that fits."""
+    spec = job.elastic
+    assert spec is not None
+    if job.throughput is not None:
+        raise fail(
+            f"jobs[{i}].throughput",
+            "an elastic job takes its throughputs from elastic.throughput; drop throughput "
+            "(or drop elastic)",
+        )
+    if job.scale_factor != 1:
+        raise fail(
+            f"jobs[{i}].scale_factor",
+            "an elastic job's worker counts are elastic.workers; drop scale_factor",
+        )
+    for t in spec.throughput:
+        if t not in workers:
+            raise fail(
+                f"jobs[{i}].elastic.throughput.{t}",
+                f"unknown worker type {t!r}; the cluster has: {', '.join(workers)}",
+            )
+    if not any(
+        v > 0 and w <= cap[t]
+        for t, values in spec.throughput.items()
+        for w, v in zip(spec.workers, values, strict=True)
+    ):
+        raise fail(
+            f"jobs[{i}]",
+            f"job {job.id!r} can run on no worker type: it needs a positive throughput with a "
+            "worker count that fits in workers + loanable of that type",
+        )
+    if job.current_workers is not None and job.current_workers not in spec.workers:
+        raise fail(
+            f"jobs[{i}].current_workers",
+            f"must be one of elastic.workers {spec.workers}, got {job.current_workers}",
+        )
+
+
+def _check_loaned_servers(inst: GpuClusterInstance, job_pos: dict[str, int]) -> None:
+    """Loaned servers: known types within ``loanable``, known jobs that fit, one type per
+    job, and a current worker count each job can run with."""
+    servers = inst.loaned_servers or []
+    if inst.loanable is None:
+        raise fail("loaned_servers", "servers on loan need loanable (the GPUs lent, by type)")
+    seen: dict[str, int] = {}
+    lent: dict[str, int] = {}
+    job_type: dict[str, tuple[str, int]] = {}
+    on_loan: dict[str, int] = {}
+    for k, srv in enumerate(servers):
+        where = f"loaned_servers[{k}]"
+        if srv.id in seen:
+            raise fail(
+                f"{where}.id",
+                f"duplicate server id {srv.id!r} (also loaned_servers[{seen[srv.id]}])",
+            )
+        seen[srv.id] = k
+        if srv.worker_type not in inst.workers:
+            raise fail(
+                f"{where}.worker_type",
+                f"unknown worker type {srv.worker_type!r}; the cluster has: "
+                f"{', '.join(inst.workers)}",
+            )
+        lent[srv.worker_type] = lent.get(srv.worker_type, 0) + srv.gpus
+        if lent[srv.worker_type] > inst.loanable.get(srv.worker_type, 0):
+            raise fail(
+                f"{where}.gpus",
+                f"loaned servers of type {srv.worker_type!r} hold {lent[srv.worker_type]} GPUs, "
+                f"more than loanable.{srv.worker_type} = {inst.loanable.get(srv.worker_type, 0)}",
+            )
+        if sum(srv.jobs.values()) > srv.gpus:
+            raise fail(
+                f"{where}.jobs",
+                f"the jobs use {sum(srv.jobs.values())} GPUs, the server has {srv.gpus}",
+            )
+        for j, n in srv.jobs.items():
+            if j not in job_pos:
+                raise fail(f"{where}.jobs.{j}", f"unknown job {j!r}")
+            if j in job_type and job_type[j][0] != srv.worker_type:
+                other = servers[job_type[j][1]]
+                raise fail(
+                    f"{where}.jobs.{j}",
+                    f"job {j!r} is also on server {other.id!r} of type {other.worker_type!r}; "
+                    "a job's workers are all of one type",
+                )
+            job_type.setdefault(j, (srv.worker_type, k))
+            on_loan[j] = on_loan.get(j, 0) + n
+    for j, loaned in on_loan.items():
+        i = job_pos[j]
+        job = inst.jobs[i]
+        t, k = job_type[j]
+        where = f"loaned_servers[{k}].jobs.{j}"
+        if job.elastic is None:
+            if (job.throughput or {}).get(t, 0.0) <= 0:
+                raise fail(where, f"job {j!r} has no positive throughput on {t!r}")
+            if loaned > job.scale_factor:
+                raise fail(
+                    where,
+                    f"job {j!r} has {loaned} GPUs on loaned servers, more than its "
+                    f"scale_factor={job.scale_factor}",
+                )
+            continue
+        now = job.current_workers if job.current_workers is not None else loaned
+        if now < loaned:
+            raise fail(
+                f"jobs[{i}].current_workers",
+                f"job {j!r} has {loaned} GPUs on loaned servers, more than current_workers={now}",
+            )
+        if now not in job.elastic.workers:
+            raise fail(
+                where,
+                f"job {j!r} runs on {loaned} loaned GPUs, not one of its elastic.workers "
+                f"{job.elastic.workers}; give its current_workers",
+            )
+        thr = job.elastic.throughput.get(t)
+        if thr is None or thr[job.elastic.workers.index(now)] <= 0:
+            raise fail(
+                where,
+                f"job {j!r} cannot run with {now} workers of type {t!r} "
+                f"(no positive elastic.throughput.{t})",
+            )
+
 
 @dataclass(frozen=True)
 class ClusterArrays:
@@ -175,7 +385,7 @@ class ClusterArrays:
         n, T = len(inst.jobs), len(types)
         thr = np.zeros((n, T))
         for i, job in enumerate(inst.jobs):
-            for t, v in job.throughput.items():
+            for t, v in (job.throughput or {}).items():  # elastic jobs: a row of zeros
                 thr[i, col[t]] = v
         scale = np.array([j.scale_factor for j in inst.jobs], dtype=float)
         weight = np.array([j.weight for j in inst.jobs], dtype=float)

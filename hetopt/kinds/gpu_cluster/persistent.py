@@ -56,6 +56,7 @@ class PersistentPolicy:
         self.options = options or SolveOptions()
         self.agnostic = agnostic
         self._params = KIND.parse_params({"agnostic": agnostic})
+        KIND.check(instance, self.objective, self._params)  # as hetopt.solve would
         self._instance0 = instance
         self.instance = instance
         self._method = cast("OneLP", KIND.method_for(self.objective, instance, self._params))

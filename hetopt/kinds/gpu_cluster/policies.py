@@ -492,6 +492,13 @@ def _costs(inst: GpuClusterInstance) -> np.ndarray:
     return out
 
 
+def min_cost_inputs(inst: GpuClusterInstance) -> None:
+    """Raise :class:`~hetopt.InstanceError` when ``min_cost`` lacks prices (or steps for
+    a job with an SLO): what :class:`MinCost` would reject."""
+    _costs(inst)
+    slo_need(inst)
+
+
 def slo_need(inst: GpuClusterInstance) -> np.ndarray:
     """Steps/s each job with an SLO needs (``steps / deadline_s``; NaN without SLO)."""
     out = np.full(len(inst.jobs), math.nan)

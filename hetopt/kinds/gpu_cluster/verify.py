@@ -323,3 +323,173 @@ def verify(
     return Verification(
         ok=not problems, objective_value=value, violations=tuple(problems), checks=tuple(checks)
     )
+
+
+# ------------------------------------------------------------------ elastic (Lyra)
+# written from the instance fields on purpose (not from the solver's option arrays)
+def _job_rate(job: Any, worker_type: str, workers: int) -> float | None:
+    """Throughput of ``job`` with ``workers`` GPUs of ``worker_type`` (``None``: not one
+    of its options)."""
+    if job.elastic is not None:
+        if workers not in job.elastic.workers or worker_type not in job.elastic.throughput:
+            return None
+        v = job.elastic.throughput[worker_type][job.elastic.workers.index(workers)]
+    else:
+        if workers != job.scale_factor:
+            return None
+        v = (job.throughput or {}).get(worker_type, 0.0)
+    return float(v) if v > 0 else None
+
+
+def verify_max_progress(instance: GpuClusterInstance, result: Any) -> Verification:
+    """``elastic_allocation``: one row per job, each a (type, workers) option of the job or
+    nothing; GPUs per type within ``workers + loanable``; the objective recomputed as
+    ``sum 3600 * weight * throughput / steps_remaining``; the ``capacity`` table agrees."""
+    problems: list[str] = []
+    checks = ["jobs_present", "options", "capacity", "objective"]
+    alloc = result.tables.get("elastic_allocation")
+    if alloc is None:
+        return Verification(ok=False, violations=("the result has no elastic_allocation table",))
+    jobs = {j.id: j for j in instance.jobs}
+    ids = alloc["job"].astype(str).tolist()
+    if sorted(ids) != sorted(jobs):
+        missing = sorted(set(jobs) - set(ids))
+        extra = sorted(set(ids) - set(jobs))
+        problems.append(
+            f"elastic_allocation must list every job once (missing {missing[:3]}, "
+            f"unknown or repeated {extra[:3] or [j for j in ids if ids.count(j) > 1][:3]})"
+        )
+    loan = instance.loanable or {}
+    used = dict.fromkeys(instance.workers, 0)
+    value = 0.0
+    for row in alloc.itertuples(index=False):
+        job = jobs.get(str(row.job))
+        if job is None:
+            continue
+        w, t = int(row.workers), str(row.worker_type or "")
+        if w == 0:
+            if t or abs(float(row.throughput)) > ABS_TOL:
+                problems.append(f"job {job.id} waits but has a worker type or a throughput")
+            continue
+        if t not in used:
+            problems.append(f"job {job.id} runs on unknown worker type {t!r}")
+            continue
+        rate = _job_rate(job, t, w)
+        if rate is None:
+            problems.append(f"job {job.id}: {w} x {t} is not one of its options")
+            continue
+        if not np.isclose(float(row.throughput), rate, rtol=1e-9, atol=1e-12):
+            problems.append(f"job {job.id}: throughput {row.throughput} but {w} x {t} gives {rate}")
+        used[t] += w
+        steps = job.steps_remaining
+        if steps is None:
+            problems.append(f"job {job.id} has no steps_remaining")
+            continue
+        value += 3600.0 * job.weight * rate / steps
+    for t, n in used.items():
+        if n > instance.workers[t] + loan.get(t, 0):
+            problems.append(
+                f"worker type {t}: {n} GPUs used > {instance.workers[t]} owned + "
+                f"{loan.get(t, 0)} loanable"
+            )
+    cap = result.tables.get("capacity")
+    if cap is not None:
+        checks.append("capacity_table")
+        for row in cap.itertuples(index=False):
+            t = str(row.worker_type)
+            if t not in used:
+                problems.append(f"capacity table names unknown type {t!r}")
+            elif int(row.used) != used[t] or int(row.borrowed) != max(
+                0, used[t] - instance.workers[t]
+            ):
+                problems.append(f"capacity table disagrees with the allocation on {t}")
+    if result.objective_value is None or not np.isclose(
+        value, result.objective_value, rtol=1e-6, atol=1e-12
+    ):
+        problems.append(
+            f"objective recomputed as {value:.9g}, result says {result.objective_value}"
+        )
+    return Verification(
+        ok=not problems, objective_value=value, violations=tuple(problems), checks=tuple(checks)
+    )
+
+
+def verify_reclaim(instance: GpuClusterInstance, result: Any) -> Verification:
+    """``loaned_servers``: as many servers returned as requested (``info``), of the
+    requested type; ``reclaim_jobs``: each job's lost GPUs, the largest worker count it
+    can keep (elastic) or preemption, and the objective recomputed."""
+    problems: list[str] = []
+    checks = ["servers", "jobs", "objective"]
+    servers = result.tables.get("loaned_servers")
+    jobs_t = result.tables.get("reclaim_jobs")
+    if servers is None or jobs_t is None:
+        return Verification(
+            ok=False, violations=("the result needs the loaned_servers and reclaim_jobs tables",)
+        )
+    loaned = {s.id: s for s in instance.loaned_servers or []}
+    if sorted(servers["server"].astype(str)) != sorted(loaned):
+        problems.append("loaned_servers must list every loaned server once")
+    back = [str(s) for s, r in zip(servers["server"], servers["returned"], strict=True) if r]
+    want = result.info.get("servers_requested")
+    if want is None:
+        problems.append("the result does not say how many servers were requested")
+    elif len(back) != int(want):
+        problems.append(f"{len(back)} servers returned, {want} requested")
+    only = result.info.get("server_type")
+    sigma = float(result.info.get("shrink_cost") or 0.0)
+    lost: dict[str, int] = {}
+    on: dict[str, int] = {}
+    wtype: dict[str, str] = {}
+    for sid, srv in loaned.items():
+        if sid in back and only is not None and srv.worker_type != only:
+            problems.append(f"server {sid} is of type {srv.worker_type}, not {only}")
+        for j, g in srv.jobs.items():
+            on[j] = on.get(j, 0) + g
+            wtype[j] = srv.worker_type
+            if sid in back:
+                lost[j] = lost.get(j, 0) + g
+    rows = {str(r.job): r for r in jobs_t.itertuples(index=False)}
+    if sorted(rows) != sorted(j.id for j in instance.jobs) or len(jobs_t) != len(instance.jobs):
+        problems.append("reclaim_jobs must list every job once")
+    total = 0.0
+    for job in instance.jobs:
+        gone = lost.get(job.id, 0)
+        cost = 0.0
+        expect = "keep"
+        if gone:
+            if job.current_workers is not None:
+                now = job.current_workers
+            elif job.elastic is not None:
+                now = on[job.id]
+            else:
+                now = job.scale_factor
+            t = wtype[job.id]
+            left = [w for w in range(now - gone, 0, -1) if _job_rate(job, t, w) is not None]
+            if job.elastic is not None and left:
+                expect, cost = "shrink", sigma * (now - left[0])
+                after = left[0]
+            else:
+                expect, after = "preempt", 0
+                cost = 1.0 if job.preemption_cost is None else float(job.preemption_cost)
+        total += cost
+        r = rows.get(job.id)
+        if r is None:
+            continue
+        if str(r.action) != expect or int(r.gpus_lost) != gone:
+            problems.append(
+                f"job {job.id}: reported {r.action} losing {r.gpus_lost} GPUs, "
+                f"expected {expect} losing {gone}"
+            )
+        elif gone and int(r.workers_after) != after:
+            problems.append(f"job {job.id}: {r.workers_after} workers after, expected {after}")
+        if not np.isclose(float(r.cost), cost, rtol=1e-9, atol=1e-12):
+            problems.append(f"job {job.id}: cost {r.cost}, expected {cost}")
+    if result.objective_value is None or not np.isclose(
+        total, result.objective_value, rtol=1e-9, atol=1e-9
+    ):
+        problems.append(
+            f"objective recomputed as {total:.9g}, result says {result.objective_value}"
+        )
+    return Verification(
+        ok=not problems, objective_value=total, violations=tuple(problems), checks=tuple(checks)
+    )
