@@ -115,9 +115,11 @@ class Session:
         The solve options the user gave.
     """
 
-    def __init__(self, kind: Kind, options: SolveOptions | None = None):
+    def __init__(self, kind: Kind, options: SolveOptions | None = None, params: Any = None):
         self.kind = kind
         self.options = options or SolveOptions()
+        self.params = params
+        """The validated parameters of the solve (reported as ``Result.params``)."""
         self.started = time.perf_counter()
         self.timings: dict[str, float] = dict.fromkeys(PHASES, 0.0)
         self._stages: dict[str, _Stage] = {}
@@ -323,7 +325,7 @@ def solve(
     method = kind.method_for(objective, instance, params)
 
     def run() -> Result:
-        session = Session(kind, options)
+        session = Session(kind, options, params)
         outcome = run_method(kind, method, instance, params, session)
         return finish(kind, instance, objective, outcome, session)
 
@@ -424,6 +426,7 @@ def finish(
         tables=dict(outcome.tables),
         info=dict(outcome.details),
         report=session.report() if session is not None else None,
+        params=_params_dict(session.params if session is not None else None),
     )
     if result.status.has_solution:
         result = _enforce(replace(result, verification=verify(kind, instance, result)))
@@ -447,6 +450,14 @@ def check(kind: Kind, instance: Any, objective: str, outcome: Outcome) -> Verifi
         info=dict(outcome.details),
     )
     return verify(kind, instance, provisional)
+
+
+def _params_dict(params: Any) -> dict[str, Any]:
+    if params is None:
+        return {}
+    if hasattr(params, "model_dump"):
+        return dict(params.model_dump(mode="json"))
+    return dict(params)
 
 
 def verify(kind: Kind, instance: Any, result: Result) -> Verification:

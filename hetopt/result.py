@@ -146,6 +146,9 @@ class Result:
         declared by the kind (``hetopt kinds``, the docs' result pages).
     report
         The typed :class:`SolverReport`: HiGHS runs, iterations and nodes, per stage.
+    params
+        The kind parameters the solve ran with (validated, defaults filled in), so a
+        verifier or a reader knows exactly what was solved.
 
     Results are built by :mod:`hetopt.pipeline` only (and rebuilt by :meth:`from_dict`).
     """
@@ -163,6 +166,7 @@ class Result:
     timings: Mapping[str, float] = field(default_factory=dict)
     info: Mapping[str, Any] = field(default_factory=dict)
     report: SolverReport | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
 
     def __getattr__(self, name: str) -> pd.DataFrame:
         # ``result.allocation`` as a shortcut for ``result.tables["allocation"]``
@@ -193,6 +197,7 @@ class Result:
             "timings": {k: _num(v) for k, v in self.timings.items()},
             "info": _jsonable(dict(self.info)),
             "report": self.report.to_dict() if self.report else None,
+            "params": _jsonable(dict(self.params)),
         }
 
     def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
@@ -220,6 +225,7 @@ class Result:
             timings=d.get("timings") or {},
             info=d.get("info") or {},
             report=SolverReport.from_dict(d["report"]) if d.get("report") else None,
+            params=d.get("params") or {},
         )
 
     @classmethod
