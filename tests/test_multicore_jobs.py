@@ -280,8 +280,13 @@ def test_fractional_times_disjunctive_matches_brute_force(seed: int) -> None:
     assert r.info["formulation"] == "disjunctive"
     assert r.status == Status.OPTIMAL and r.ok
     assert r.objective_value == pytest.approx(best["weighted_completion"], abs=1e-6)
-    with pytest.raises(UsageError, match="whole-number"):
+    with pytest.raises(UsageError, match="whole-number durations"):
         hetopt.solve(inst, "weighted_completion", EXACT, formulation="time_indexed")
+    whole = one_core([1.0, 2.0], [1.0, 1.0], [0.0, 0.5])
+    with pytest.raises(UsageError, match="whole-number releases"):
+        hetopt.solve(whole, "makespan", EXACT, formulation="time_indexed")
+    r = hetopt.solve(whole, "makespan", EXACT)
+    assert r.info["formulation"] == "disjunctive" and r.objective_value == pytest.approx(3.0)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -524,3 +529,27 @@ def test_verifier_checks_releases_windows_and_weighted_completion() -> None:
     row = outside["task"] == on_c0["task"].iloc[-1]
     outside.loc[row, ["start_s", "end_s"]] += 100.0  # past every window of c0
     assert "outside every availability window" in problems({"schedule": outside}, None)
+
+
+@pytest.mark.parametrize("formulation", ["disjunctive", "time_indexed"])
+def test_windows_the_list_schedules_cannot_fill(formulation: str) -> None:
+    """Greedy list scheduling puts ``a`` in ``x``'s only window, leaving none for ``b``:
+    no warm start, the serial bound as horizon, the MILP still finds the optimum."""
+    data = {
+        "kind": "multicore",
+        "cores": [
+            {"id": "x", "type": "x", "windows": [{"start_s": 0.0, "end_s": 2.0}]},
+            {"id": "y", "type": "y"},
+        ],
+        "tasks": [
+            {"id": "a", "duration_s": {"x": 2.0, "y": 2.0}},
+            {"id": "b", "duration_s": {"x": 2.0}},
+        ],
+    }
+    for objective, value in (("makespan", 2.0), ("weighted_completion", 4.0)):
+        r = hetopt.solve(data, objective, EXACT, formulation=formulation)
+        assert r.status == Status.OPTIMAL and r.ok
+        assert r.objective_value == pytest.approx(value)
+        assert "heuristic_makespan_s" not in r.info and r.info["horizon_s"] == 4.0
+        lp = hetopt.solve(data, objective, EXACT, formulation=formulation, relaxation=True)
+        assert lp.status == Status.NO_SOLUTION and "windows" in lp.termination

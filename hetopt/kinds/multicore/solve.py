@@ -149,9 +149,11 @@ def make_plan(
             formulation = "disjunctive"
     if formulation == "assignment" and not assignment_ok:
         raise UsageError(_no_assignment(arr, objective))
+    if formulation == "time_indexed" and not arr.integer_durations:
+        raise UsageError("formulation 'time_indexed' needs whole-number durations")
     if formulation == "time_indexed" and not integer:
         raise UsageError(
-            "formulation 'time_indexed' needs whole-number durations, releases and windows"
+            "formulation 'time_indexed' needs whole-number releases and window bounds"
         )
     return F.Plan(
         formulation=formulation,
