@@ -152,9 +152,7 @@ def make_plan(
     if formulation == "time_indexed" and not arr.integer_durations:
         raise UsageError("formulation 'time_indexed' needs whole-number durations")
     if formulation == "time_indexed" and not integer:
-        raise UsageError(
-            "formulation 'time_indexed' needs whole-number releases and window bounds"
-        )
+        raise UsageError("formulation 'time_indexed' needs whole-number releases and window bounds")
     return F.Plan(
         formulation=formulation,
         objective=goal.minimise,
