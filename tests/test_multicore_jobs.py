@@ -99,6 +99,8 @@ def schedules(arr: MulticoreArrays):  # type: ignore[no-untyped-def]
     options = [np.nonzero(arr.eligible[i])[0] for i in range(n)]
     for assignment in itertools.product(*options):
         core = np.array(assignment)
+        if any(len(set(core[arr.job == j])) > arr.executors[j] for j in range(arr.num_jobs)):
+            continue  # a job on more cores than its job_executors limit
         per_core = [_sequences(arr, list(np.nonzero(core == c)[0])) for c in range(arr.num_cores)]
         for orders in itertools.product(*per_core):
             end = _semi_active(arr, core, orders)
@@ -397,6 +399,53 @@ def test_exported_objective_is_the_reported_one(tmp_path: Path, fmt: str, formul
     h.run()
     assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
     assert h.getInfo().objective_function_value == pytest.approx(r.objective_value, abs=1e-6)
+
+
+# ----------------------------------------------------------------------------- executors
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("formulation", ["disjunctive", "time_indexed"])
+def test_executor_limits_match_brute_force(seed: int, formulation: str) -> None:
+    data = random_jobs(8000 + seed, jobs=2, tasks_per_job=(2, 3), cores=3)
+    data["job_executors"] = {"j0": 1, "j1": 2}
+    inst = MulticoreInstance.from_dict(data)
+    best = brute_force(inst.arrays)
+    free = brute_force(MulticoreInstance.from_dict({**data, "job_executors": None}).arrays)
+    assert best["weighted_completion"] >= free["weighted_completion"] - 1e-9
+    for objective in ("weighted_completion", "makespan", "energy"):
+        r = hetopt.solve(inst, objective, EXACT, formulation=formulation)
+        assert r.status == Status.OPTIMAL and r.ok, objective
+        assert "executors" in r.verification.checks
+        assert r.objective_value == pytest.approx(best[objective], abs=1e-6), objective
+        sched = r.tables["schedule"]
+        assert sched[sched["job"] == "j0"]["core"].nunique() == 1
+
+
+def test_executor_limit_on_independent_tasks_keeps_the_assignment_model() -> None:
+    """One job of four tasks limited to two of four identical cores: makespan = the best
+    split of the work over two cores (brute force), not over four."""
+    p = [3.0, 2.0, 2.0, 1.0]
+    data = {
+        "kind": "multicore",
+        "cores": [{"id": f"c{k}", "type": "cpu"} for k in range(4)],
+        "tasks": [{"id": f"t{i}", "duration_s": {"cpu": d}, "job": "app"} for i, d in enumerate(p)],
+        "job_executors": {"app": 2},
+    }
+    best = min(
+        max(
+            sum(d for d, s in zip(p, side, strict=True) if s),
+            sum(p) - sum(d for d, s in zip(p, side, strict=True) if s),
+        )
+        for side in itertools.product([0, 1], repeat=len(p))
+    )
+    r = hetopt.solve(data, "makespan", EXACT)
+    assert r.info["formulation"] == "assignment"
+    assert r.status == Status.OPTIMAL and r.ok
+    assert r.objective_value == pytest.approx(best) and best == 4.0
+    assert r.tables["schedule"]["core"].nunique() == 2
+    with pytest.raises(InstanceError, match=r"job_executors\.nope"):
+        MulticoreInstance.from_dict({**data, "job_executors": {"nope": 1}})
+    with pytest.raises(InstanceError, match=r"job_executors\.app"):
+        MulticoreInstance.from_dict({**data, "job_executors": {"app": 0}})
 
 
 # ----------------------------------------------------------------------------- capacities

@@ -83,7 +83,8 @@ class MulticoreInstance(InstanceBase):
     most this) are hard constraints for every objective when given, like the tasks'
     ``release_s`` and the cores' ``windows``. ``job_weights`` (job -> weight, every job
     when given; default 1 each) weighs the jobs' completion times for the
-    ``weighted_completion`` objective.
+    ``weighted_completion`` objective. ``job_executors`` (job -> count) caps the number of
+    distinct cores a job's tasks run on (Spark's executors of an application).
     """
 
     kind: Literal["multicore"] = "multicore"
@@ -94,6 +95,7 @@ class MulticoreInstance(InstanceBase):
     deadline_s: PosFloat | None = None
     energy_budget_j: PosFloat | None = None
     job_weights: dict[Name, NonNegFloat] | None = None
+    job_executors: dict[Name, Annotated[int, Field(ge=1)]] | None = None
 
     @model_validator(mode="after")
     def _cross_checks(self) -> MulticoreInstance:
@@ -160,9 +162,12 @@ class MulticoreInstance(InstanceBase):
                     f"job {task.job!r} is also the id of task {task.job!r}, which has no job "
                     "(a task without a job is a job of its own)",
                 )
+        jobs = {task.job if task.job is not None else task.id for task in self.tasks}
+        for key in self.job_executors or {}:
+            if key not in jobs:
+                raise fail(f"job_executors.{key}", f"no task belongs to job {key!r}")
         if self.job_weights is None:
             return
-        jobs = {task.job if task.job is not None else task.id for task in self.tasks}
         for key in self.job_weights:
             if key not in jobs:
                 raise fail(f"job_weights.{key}", f"no task belongs to job {key!r}")
@@ -248,8 +253,9 @@ class MulticoreArrays:
     duration, or its demand exceeds the core's capacity); ``edges`` is a ``(E, 2)`` array
     of ``(predecessor, successor)`` task indices; ``release[i]`` the release time (0
     without one); ``job[i]`` the index of task ``i``'s job in ``job_ids`` (jobs in order
-    of first appearance), ``weight[j]`` its weight; ``windows[c]`` a ``(W, 2)`` array of
-    the availability windows of core ``c`` (``None``: always available).
+    of first appearance), ``weight[j]`` its weight, ``executors[j]`` the most cores it may
+    use (``num_cores`` without a limit); ``windows[c]`` a ``(W, 2)`` array of the
+    availability windows of core ``c`` (``None``: always available).
     """
 
     task_ids: list[str]
@@ -269,7 +275,9 @@ class MulticoreArrays:
     job_ids: list[str]
     weight: np.ndarray
     has_jobs: bool
-    """Some task names its ``job`` or the instance gives ``job_weights``."""
+    """Some task names its ``job`` or the instance gives ``job_weights`` or
+    ``job_executors``."""
+    executors: np.ndarray
     windows: tuple[np.ndarray | None, ...]
 
     @classmethod
@@ -299,6 +307,7 @@ class MulticoreArrays:
         job_names = [t.job if t.job is not None else t.id for t in inst.tasks]
         job_pos = {j: k for k, j in enumerate(dict.fromkeys(job_names))}
         weights = inst.job_weights or {}
+        limits = inst.job_executors or {}
         return cls(
             [t.id for t in inst.tasks],
             core_ids,
@@ -316,7 +325,10 @@ class MulticoreArrays:
             np.array([job_pos[j] for j in job_names], dtype=np.int64),
             list(job_pos),
             np.array([weights.get(j, 1.0) for j in job_pos], dtype=float),
-            inst.job_weights is not None or any(t.job is not None for t in inst.tasks),
+            inst.job_weights is not None
+            or inst.job_executors is not None
+            or any(t.job is not None for t in inst.tasks),
+            np.array([min(limits.get(j, m), m) for j in job_pos], dtype=np.int64),
             tuple(
                 None
                 if c.windows is None
@@ -354,6 +366,17 @@ class MulticoreArrays:
         """Do start times matter beyond the assignment (precedences, releases or
         windows)? Without them every core runs its tasks back to back from 0."""
         return self.has_dag or self.has_releases or self.has_windows
+
+    @cached_property
+    def limited_jobs(self) -> np.ndarray:
+        """Jobs whose executor limit is below the number of cores their tasks can use."""
+        can = np.zeros((self.num_jobs, self.num_cores), dtype=bool)
+        np.logical_or.at(can, self.job, self.eligible)
+        return np.nonzero(self.executors < can.sum(axis=1))[0]
+
+    @property
+    def has_executor_limits(self) -> bool:
+        return len(self.limited_jobs) > 0
 
     @cached_property
     def integer_times(self) -> bool:

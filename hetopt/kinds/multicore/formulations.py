@@ -184,6 +184,24 @@ class WindowChoices:
     end: np.ndarray
 
 
+@dataclass(frozen=True)
+class ExecutorUses:
+    """The (job, core) binaries ``uses`` of the jobs with an executor limit: every core
+    some task of the job can run on."""
+
+    job: np.ndarray
+    core: np.ndarray
+
+    @classmethod
+    def of(cls, arr: MulticoreArrays) -> ExecutorUses:
+        can = np.zeros((arr.num_jobs, arr.num_cores), dtype=bool)
+        np.logical_or.at(can, arr.job, arr.eligible)
+        limited = np.zeros(arr.num_jobs, dtype=bool)
+        limited[arr.limited_jobs] = True
+        job, core = np.nonzero(can & limited[:, None])
+        return cls(job.astype(np.int64), core.astype(np.int64))
+
+
 def horizon_slots(arr: MulticoreArrays, horizon: float) -> int:
     """Number of (task, core, start) binaries of the time-indexed model for ``horizon``."""
     H = math.floor(horizon + 1e-9)
@@ -225,6 +243,10 @@ def _skeleton(arr: MulticoreArrays, plan: Plan, binary_assign: bool) -> tuple[An
         m.assign[int(k)].setub(0)
     e_ub = None if arr.budget is None else arr.budget / plan.e_ref
     m.energy = pyo.Var(bounds=(0.0, e_ub))
+    if arr.has_executor_limits:
+        uses = ExecutorUses.of(arr)
+        m.EXECUTOR_USES = pyo.RangeSet(0, len(uses.job) - 1)
+        m.uses = pyo.Var(m.EXECUTOR_USES, within=pyo.Binary)
     if plan.integer_makespan:
         # whole-number durations: the optimal makespan is a whole number of seconds;
         # an integer copy lets HiGHS round node bounds up (objective integrality)
@@ -235,12 +257,15 @@ def _skeleton(arr: MulticoreArrays, plan: Plan, binary_assign: bool) -> tuple[An
     return m, pairs
 
 
-def _base_columns(m: Any) -> _Columns:
-    """The first columns of every row block: ``assign``, ``makespan``, ``energy``."""
+def _base_columns(m: Any, arr: MulticoreArrays) -> _Columns:
+    """The first columns of every row block: ``assign``, ``makespan``, ``energy`` (and
+    ``uses`` with executor limits)."""
     lay = _Columns()
     lay.add("assign", m.assign)
     lay.add("makespan", m.makespan)
     lay.add("energy", m.energy)
+    if arr.has_executor_limits:
+        lay.add("uses", m.uses)
     return lay
 
 
@@ -270,7 +295,30 @@ def _common_rows(m: Any, arr: MulticoreArrays, plan: Plan, pairs: Pairs, lay: _C
     r.add(0, cols, -coef)
     r.add(0, mk, -float(arr.idle.sum()) / p_ref)
     m.c_energy = r.build(1, 0.0, 0.0, lay)
+    if arr.has_executor_limits:
+        _executor_rows(m, arr, pairs, lay)
     return symmetry_rows
+
+
+def _executor_rows(m: Any, arr: MulticoreArrays, pairs: Pairs, lay: _Columns) -> None:
+    """``c_uses[k]``: ``uses[j(i), c] - assign[i,c] >= 0`` for the pairs of limited jobs;
+    ``c_executors[j]``: ``sum_c uses[j,c] <= executors_j``."""
+    eu = ExecutorUses.of(arr)
+    col = np.full((arr.num_jobs, arr.num_cores), -1, dtype=np.int64)
+    col[eu.job, eu.core] = np.arange(len(eu.job))
+    q = col[arr.job[pairs.task], pairs.core]
+    ks = np.nonzero(q >= 0)[0]
+    a, u = lay["assign"], lay["uses"]
+    r = _Rows()
+    r.add(np.arange(len(ks)), u + q[ks], 1.0)
+    r.add(np.arange(len(ks)), a + ks, -1.0)
+    m.c_uses = r.build(len(ks), 0.0, INF, lay)
+    jobs = arr.limited_jobs
+    row = np.full(arr.num_jobs, -1, dtype=np.int64)
+    row[jobs] = np.arange(len(jobs))
+    r = _Rows()
+    r.add(row[eu.job], u + np.arange(len(eu.job)), 1.0)
+    m.c_executors = r.build(len(jobs), -INF, arr.executors[jobs].astype(float), lay)
 
 
 def _objective(m: Any, objective: str) -> None:
@@ -326,7 +374,7 @@ def _completion_rows(
 def build_assignment(arr: MulticoreArrays, plan: Plan) -> Built:
     """Independent tasks: ``makespan >= busy[c]`` for every core (R||Cmax)."""
     m, pairs = _skeleton(arr, plan, binary_assign=True)
-    lay = _base_columns(m)
+    lay = _base_columns(m, arr)
     sym = _common_rows(m, arr, plan, pairs, lay)
     _objective(m, plan.objective)
     return Built(m, Layout(plan, pairs, sym))
@@ -363,7 +411,7 @@ def build_disjunctive(arr: MulticoreArrays, plan: Plan) -> Built:
         m.in_window = pyo.Var(m.WINDOW_CHOICES, within=pyo.Binary)
     if plan.weighted:
         _add_completion(m, arr, plan)
-    lay = _base_columns(m)
+    lay = _base_columns(m, arr)
     lay.add("start", m.start)
     lay.add("order", m.order)
     if win is not None:
@@ -516,7 +564,7 @@ def build_time_indexed(arr: MulticoreArrays, plan: Plan) -> Built:
     m.start_at = pyo.Var(m.SLOTS, within=pyo.Binary)
     if plan.weighted:
         _add_completion(m, arr, plan)
-    lay = _base_columns(m)
+    lay = _base_columns(m, arr)
     lay.add("start_at", m.start_at)
     if plan.weighted:
         lay.add("completion", m.completion)
@@ -621,6 +669,11 @@ def start_vector(
         op = layout.order_pairs
         y = np.array([1.0 if sched.start[i] <= sched.start[j] else 0.0 for i, j in op])
         _put(x, compiled.columns_of(m.order, range(len(op))), y)
+    if arr.has_executor_limits:
+        eu = ExecutorUses.of(arr)
+        used = np.zeros((arr.num_jobs, arr.num_cores), dtype=bool)
+        used[arr.job, sched.core] = True
+        _put(x, compiled.columns_of(m.uses, range(len(eu.job))), used[eu.job, eu.core] * 1.0)
     if plan.weighted:
         done = arr.completion(sched.end) / plan.t_ref
         _put(x, compiled.columns_of(m.completion, range(arr.num_jobs)), done)

@@ -41,13 +41,24 @@ def _starts(arr: MulticoreArrays, i: int, elig: np.ndarray, t: np.ndarray) -> np
     )
 
 
+def _cores_for(arr: MulticoreArrays, i: int, used: list[set[int]]) -> np.ndarray:
+    """The cores task ``i`` may use: eligible ones, and once its job uses as many cores as
+    its executor limit, only those."""
+    elig = np.nonzero(arr.eligible[i])[0]
+    j = int(arr.job[i])
+    if len(used[j]) >= arr.executors[j]:
+        elig = elig[np.isin(elig, list(used[j]))]
+    return elig
+
+
 def list_schedule(arr: MulticoreArrays, rule: str = "tail") -> Schedule | None:
     """Greedy list scheduling (no insertion).
 
     Ready tasks are taken by priority (``"tail"``: longest remaining chain of shortest
     durations first, which is LPT for independent tasks; ``"topo"``: topological order)
     and each goes to the eligible core where it would finish earliest (never before its
-    release, inside a window of the core). ``None`` when a task fits in no window.
+    release, inside a window of the core, on a core its job may use). ``None`` when a
+    task fits in no window or its job's executor limit leaves it no core.
     """
     n, m = arr.num_tasks, arr.num_cores
     prio = arr.tails + arr.min_dur if rule == "tail" else -np.arange(n, dtype=float)
@@ -61,11 +72,14 @@ def list_schedule(arr: MulticoreArrays, rule: str = "tail") -> Schedule | None:
     start = np.zeros(n)
     end = np.zeros(n)
     ready = [i for i in range(n) if npred[i] == 0]
+    used: list[set[int]] = [set() for _ in range(arr.num_jobs)]
     done = 0
     while done < n:
         i = max(ready, key=lambda t: (prio[t], -t))
         ready.remove(i)
-        elig = np.nonzero(arr.eligible[i])[0]
+        elig = _cores_for(arr, i, used)
+        if not len(elig):
+            return None
         s = _starts(arr, i, elig, np.maximum(free[elig], max(ready_at[i], arr.release[i])))
         f = s + arr.dur[i, elig]
         k = int(np.lexsort((arr.dur[i, elig], f))[0])
@@ -74,6 +88,7 @@ def list_schedule(arr: MulticoreArrays, rule: str = "tail") -> Schedule | None:
         c = int(elig[k])
         core[i], start[i], end[i] = c, s[k], f[k]
         free[c] = f[k]
+        used[int(arr.job[i])].add(c)
         done += 1
         for j in succ[i]:
             ready_at[j] = max(ready_at[j], end[i])
@@ -84,14 +99,15 @@ def list_schedule(arr: MulticoreArrays, rule: str = "tail") -> Schedule | None:
 
 
 def best_list_schedule(arr: MulticoreArrays) -> Schedule | None:
-    """The shorter of the two list schedules (for independent tasks without releases or
-    windows, then improved by :func:`local_search`); ``None`` if both fail."""
+    """The shorter of the two list schedules (for independent tasks without releases,
+    windows or executor limits, then improved by :func:`local_search`); ``None`` if both
+    fail."""
     a = list_schedule(arr, "tail")
     b = list_schedule(arr, "topo")
     if a is None or b is None:
         return a if b is None else b
     best = a if a.makespan <= b.makespan else b
-    if not arr.sequencing:
+    if not arr.sequencing and not arr.has_executor_limits:
         fastest = np.argmin(np.where(arr.eligible, arr.dur, np.inf), axis=1)
         for start in (best.core, fastest):
             cand = local_search(arr, start)
@@ -129,10 +145,13 @@ def dispatch_schedule(arr: MulticoreArrays, rule: str = "job_work") -> Schedule 
     start = np.zeros(n)
     end = np.zeros(n)
     ready = [i for i in range(n) if npred[i] == 0]
+    used: list[set[int]] = [set() for _ in range(arr.num_jobs)]
     while ready:
         best: dict[int, tuple[int, float, float]] = {}
         for i in ready:
-            elig = np.nonzero(arr.eligible[i])[0]
+            elig = _cores_for(arr, i, used)
+            if not len(elig):
+                return None
             s = _starts(arr, i, elig, np.maximum(free[elig], ready_at[i]))
             f = s + arr.dur[i, elig]
             k = int(np.lexsort((arr.dur[i, elig], f))[0])
@@ -148,6 +167,7 @@ def dispatch_schedule(arr: MulticoreArrays, rule: str = "job_work") -> Schedule 
         c, s0, f0 = best[i]
         core[i], start[i], end[i] = c, s0, f0
         free[c] = f0
+        used[int(arr.job[i])].add(c)
         left[arr.job[i]] -= arr.min_dur[i]
         for j in succ[i]:
             ready_at[j] = max(ready_at[j], f0)

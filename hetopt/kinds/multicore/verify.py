@@ -127,6 +127,13 @@ def _check(
                 f"task {arr.task_ids[j]} starts at {start[j]:.9g} before its predecessor "
                 f"{arr.task_ids[p]} ends at {end[p]:.9g}"
             )
+    for j in arr.limited_jobs:
+        cores = set(core[arr.job == j].tolist())
+        if len(cores) > arr.executors[j]:
+            problems.append(
+                f"job {arr.job_ids[j]} runs on {len(cores)} cores, more than its "
+                f"job_executors limit {arr.executors[j]}"
+            )
     for c in range(arr.num_cores):
         on = np.nonzero(core == c)[0]
         on = on[np.lexsort((end[on], start[on]))]
@@ -192,6 +199,8 @@ def verify(
         checks.append("releases")
     if arr.has_windows:
         checks.append("windows")
+    if arr.has_executor_limits:
+        checks.append("executors")
     if "schedule" not in tables:
         return Verification(False, None, ("no schedule table",), tuple(checks))
     schedule = tables["schedule"]
