@@ -10,8 +10,8 @@ Three pure builders share one skeleton (assignment variables, makespan, energy):
 
 Times are divided by ``t_ref`` (a list-scheduling makespan) and energies by
 ``e_ref = p_ref * t_ref`` so the model's numbers are O(1); the ``weighted_completion``
-models are in user units (``t_ref = e_ref = 1``: seconds and joules), so that the
-objective of an exported model is the reported one. Row blocks are
+models keep times in seconds (``t_ref = 1``, ``e_ref = p_ref``), so that the objective
+of an exported model is the reported one. Row blocks are
 :class:`~hetopt.pyomo_ext.LinearRows`. Each builder returns
 :class:`~hetopt.contract.Built` with a :class:`Layout` (what the extractor and the warm
 start need: the plan, the pairs, the order pairs or the slots).

@@ -72,10 +72,13 @@ class Goal:
     """Without an energy budget, no optimal schedule is longer than the list schedule."""
     whole_makespan: bool
     """With whole-number durations the optimum is a whole number of seconds."""
+    whole_weighted: bool = False
+    """With whole-number times and weights the optimum is a whole number."""
     assignment_exact: bool = True
     """Without precedences, releases and windows the assignment model is exact."""
     user_units: bool = False
-    """Build in seconds and joules (``t_ref = e_ref = 1``)."""
+    """Times in seconds (``t_ref = 1``), so the objective is in user units; the energy
+    stays divided by ``p_ref`` (it is not in the objective)."""
     heuristic: Callable[[MulticoreArrays], Schedule | None] = best_list_schedule
     """The list schedule that sets the scales, the horizon and the warm start."""
 
@@ -88,6 +91,7 @@ GOALS: dict[str, Goal] = {
         "weighted_completion",
         list_horizon=False,
         whole_makespan=False,
+        whole_weighted=True,
         assignment_exact=False,
         user_units=True,
         heuristic=best_weighted_schedule,
@@ -129,9 +133,9 @@ def make_plan(
             horizon = max(serial, heuristic.makespan)
     p_ref = float(max(arr.active.max(), arr.idle.max()))
     p_ref = p_ref if p_ref > 0 else 1.0
-    e_ref = p_ref * t_ref
     if goal.user_units:
-        t_ref = e_ref = 1.0
+        t_ref = 1.0
+    e_ref = p_ref * t_ref
     if arr.deadline is not None:
         horizon = min(horizon, arr.deadline)
     integer = arr.integer_times
@@ -161,9 +165,7 @@ def make_plan(
         horizon=float(horizon),
         symmetry=symmetry,
         integer_makespan=integer and goal.whole_makespan,
-        integer_objective=goal.minimise == "weighted_completion"
-        and integer
-        and arr.integer_weights,
+        integer_objective=integer and goal.whole_weighted and arr.integer_weights,
     )
 
 
