@@ -1,8 +1,10 @@
-"""``multicore`` benchmarks: Fanjul-Peyro & Ruiz R||Cmax families and FJSP known optima.
+"""``multicore`` benchmarks: Fanjul-Peyro & Ruiz R||Cmax families, FJSP known optima and
+the weighted completion time of the Decima-like DAG jobs.
 
 Each benchmark asserts its answer: FJSP instances their published optimum; generated
 R||Cmax instances a verified schedule and an honest bound (``bound <= value``; optimal
-only with a zero gap). Timings are split into build / transfer / HiGHS / load.
+only with a zero gap); ``instances/multicore/decima_jobs.json`` its brute-force optimum.
+Timings are split into build / transfer / HiGHS / load.
 
 The summary the issue asks for (share proven optimal and mean final gap per family)::
 
@@ -27,7 +29,8 @@ from hetopt.formats.fjsp import read_fjsp
 from hetopt.kinds.multicore import FAMILIES, fjsp_to_multicore, generate
 
 log = logging.getLogger("hetopt.bench.multicore")
-FJSP = Path(__file__).resolve().parents[1] / "instances" / "fjsp"
+INSTANCES = Path(__file__).resolve().parents[1] / "instances"
+FJSP = INSTANCES / "fjsp"
 TIME_LIMIT_S = float(os.environ.get("HETOPT_BENCH_TIME_LIMIT", "60"))
 FJSP_OPTIMA = {
     "kacem/k1": 11,
@@ -70,6 +73,20 @@ for _path in FJSP_OPTIMA:
         )
     )
 
+# instance file -> (objective, known optimum) from instances/multicore/known_answers.json
+KNOWN = {"decima_jobs": ("weighted_completion", 26.0)}
+for _name, (_objective, _) in KNOWN.items():
+    register(
+        BenchSpec(
+            name=f"multicore/{_objective}/{_name}",
+            kind="multicore",
+            objective=_objective,
+            size={"instance": _name},
+            slow=False,
+            make=(lambda n=_name: hetopt.read_instance(INSTANCES / "multicore" / f"{n}.json")),
+        )
+    )
+
 SPECS = [s for s in REGISTRY.values() if s.kind == "multicore"]
 
 
@@ -83,6 +100,11 @@ def _check(spec: BenchSpec, result: hetopt.Result) -> None:
         assert result.bound <= expected <= result.objective_value
         if result.status == Status.OPTIMAL:
             assert result.objective_value == expected
+    if "instance" in spec.size:
+        objective, known = KNOWN[spec.size["instance"]]
+        assert spec.objective == objective
+        assert result.status == Status.OPTIMAL
+        assert result.objective_value == pytest.approx(known, abs=1e-6)
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,11 @@
 """The ``multicore`` kind: tasks on heterogeneous cores (big.LITTLE, CPUs + accelerators).
 
 Independent tasks use an assignment MILP (R||Cmax with eligibility); tasks with
-``predecessors`` a disjunctive or a time-indexed scheduling MILP. Objectives: makespan,
-energy (active plus idle power over the makespan) and the makespan-energy Pareto front.
-See ``models/multicore.md`` for the mathematics.
+``predecessors``, release times or cores with availability windows a disjunctive or a
+time-indexed scheduling MILP. Objectives: makespan, energy (active plus idle power over
+the makespan), the makespan-energy Pareto front and the weighted completion time of DAG
+jobs (Decima's average job completion time). See ``models/multicore.md`` for the
+mathematics.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from ...errors import InstanceError, UsageError
 from ...result import Result, Verification
 from ..base import Kind, Objective
 from . import verify as V
-from .data import Core, MulticoreArrays, MulticoreInstance, Task, with_limits
+from .data import Core, MulticoreArrays, MulticoreInstance, Task, Window, with_limits
 from .fjsp import fjsp_to_multicore
 from .generate import FAMILIES, generate
 from .heuristics import list_schedule
@@ -33,6 +35,7 @@ __all__ = [
     "MulticoreKind",
     "MulticoreParams",
     "Task",
+    "Window",
     "fjsp_to_multicore",
     "generate",
     "list_schedule",
@@ -52,6 +55,12 @@ SCHEDULE = Table(
             optional=True,
         ),
         Column("task", "str", "task id"),
+        Column(
+            "job",
+            "str",
+            "the task's job (when the instance names jobs or gives job_weights)",
+            optional=True,
+        ),
         Column("core", "str", "core id"),
         Column("core_type", "str", "type of the core"),
         Column("start_s", "float", "start time", "s"),
@@ -84,13 +93,40 @@ PARETO = Table(
     optional=True,
 )
 
+JOBS = Table(
+    "jobs",
+    "completion of each job: the end of its last task (objective weighted_completion, "
+    "and every objective when the instance names jobs or gives job_weights)",
+    (
+        Column("job", "str", "job id (a task without a job is a job named by its id)"),
+        Column("weight", "float", "the job's weight (job_weights; 1 without them)"),
+        Column("arrival_s", "float", "earliest release of the job's tasks", "s"),
+        Column("completion_s", "float", "end of the job's last task", "s"),
+        Column("jct_s", "float", "job completion time: completion_s - arrival_s", "s"),
+        Column("weighted_completion_s", "float", "weight * completion_s", "s"),
+    ),
+    optional=True,
+)
+
 DETAILS = (
     Detail("formulation", "str", "the model solved: assignment, disjunctive or time_indexed"),
     Detail("horizon_s", "float", "horizon of the model (big-M, time-indexed length)", "s"),
     Detail("heuristic_makespan_s", "float", "makespan of the best list schedule", "s"),
+    Detail(
+        "heuristic_weighted_completion",
+        "float",
+        "weighted completion of the best list schedule (objective weighted_completion)",
+        "s",
+    ),
     Detail("symmetry_classes", "int", "classes of interchangeable cores ordered (0: off)"),
     Detail("makespan_s", "float", "makespan of the reported schedule", "s"),
     Detail("energy_j", "float", "energy of the reported schedule", "J"),
+    Detail(
+        "weighted_completion_s",
+        "float",
+        "weighted completion of the reported schedule (objective weighted_completion)",
+        "s",
+    ),
     Detail("relaxation", "bool", "the bound is the LP relaxation's, the schedule a list one"),
     Detail("points", "int", "points of the Pareto front"),
     Detail("solves", "int", "HiGHS solves of the Pareto front"),
@@ -103,8 +139,10 @@ METHODS: Mapping[tuple[str, bool], Method] = {
     ("makespan", False): Scheduled("makespan"),
     ("energy", False): Scheduled("energy"),
     ("pareto", False): _PARETO,
+    ("weighted_completion", False): Scheduled("weighted_completion"),
     ("makespan", True): Relaxation("makespan"),
     ("energy", True): Relaxation("energy"),
+    ("weighted_completion", True): Relaxation("weighted_completion"),
     ("pareto", True): Refused(_PARETO, "relaxation is not offered for the pareto objective"),
 }
 """(objective, ``relaxation``) -> method."""
@@ -112,7 +150,10 @@ METHODS: Mapping[tuple[str, bool], Method] = {
 
 class MulticoreKind(Kind):
     name = "multicore"
-    description = "tasks (independent or a DAG) on heterogeneous cores: makespan, energy, Pareto"
+    description = (
+        "tasks (independent or DAG jobs, with releases) on heterogeneous cores: makespan, "
+        "energy, Pareto, weighted completion"
+    )
     objectives = (
         Objective("makespan", "time until the last task ends", "s", "min"),
         Objective(
@@ -127,11 +168,18 @@ class MulticoreKind(Kind):
             "",
             "min",
         ),
+        Objective(
+            "weighted_completion",
+            "sum over jobs of job_weights[j] times the end of job j's last task "
+            "(Decima's job completion time), table 'jobs'",
+            "s",
+            "min",
+        ),
     )
     instance_model = MulticoreInstance
     params_model = MulticoreParams
     methods = {obj: m for (obj, relaxation), m in METHODS.items() if not relaxation}
-    tables = (SCHEDULE, CORES, PARETO)
+    tables = (SCHEDULE, CORES, PARETO, JOBS)
     details = DETAILS
 
     def instance_for(self, instance: MulticoreInstance, params: Any) -> MulticoreInstance:
@@ -141,6 +189,22 @@ class MulticoreKind(Kind):
             return with_limits(instance, params.deadline_s, params.energy_budget_j)
         except InstanceError as exc:  # a bad value given as a parameter, not in the file
             raise UsageError(f"parameter {exc.field}: {exc.message}") from None
+
+    def check(self, instance: MulticoreInstance, objective: str, params: Any) -> None:
+        """``weighted_completion`` sums over jobs: either every task names its ``job`` or
+        none does (then each task is a job of its own); a mix is most likely a forgotten
+        ``job`` field, which would count that task as a separate job of weight 1."""
+        if objective != "weighted_completion":
+            return
+        named = [t.job is not None for t in instance.tasks]
+        if any(named) and not all(named):
+            i = named.index(False)
+            raise InstanceError(
+                f"objective weighted_completion: task {instance.tasks[i].id!r} has no job "
+                "while other tasks have one; give every task a job (or none: each task "
+                "is then a job of its own)",
+                field=f"tasks[{i}].job",
+            )
 
     def method_for(self, objective: str, instance: Any, params: Any) -> Method:
         """``relaxation=True`` picks the LP-relaxation method (refused for pareto)."""

@@ -22,17 +22,29 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
+class Window(_Strict):
+    """A time interval ``[start_s, end_s)`` in which a core is available."""
+
+    start_s: NonNegFloat
+    end_s: PosFloat
+
+
 class Core(_Strict):
     """One core (processor, accelerator, machine).
 
     ``active_power_w`` is drawn while it runs a task and ``idle_power_w`` while it waits,
-    from time 0 to the makespan.
+    from time 0 to the makespan. With ``windows`` the core is available only inside
+    them (sorted, disjoint): a task on it starts and ends inside one window. With
+    ``capacity`` (resource -> amount) a task whose ``demand`` exceeds it on a resource
+    the core lists cannot run there (resources it does not list are not limited).
     """
 
     id: Name
     type: Name
     active_power_w: NonNegFloat = 1.0
     idle_power_w: NonNegFloat = 0.0
+    windows: Annotated[list[Window], Field(min_length=1)] | None = None
+    capacity: dict[Name, NonNegFloat] | None = None
 
 
 class Task(_Strict):
@@ -40,11 +52,17 @@ class Task(_Strict):
 
     ``duration_s`` maps a core type or a core id to the running time there (a core id
     overrides its type); a core neither names has no entry: the task cannot run there.
+    ``job`` is the DAG job the task belongs to (a task without one is a job of its own,
+    named by its id); the task never starts before ``release_s``. ``demand`` (resource ->
+    amount) must fit in the ``capacity`` of the core that runs it.
     """
 
     id: Name
     duration_s: dict[str, NonNegFloat]
     predecessors: list[Name] = Field(default_factory=list)
+    job: Name | None = None
+    release_s: NonNegFloat | None = None
+    demand: dict[Name, NonNegFloat] | None = None
 
 
 class MulticoreInstance(InstanceBase):
@@ -62,7 +80,11 @@ class MulticoreInstance(InstanceBase):
          "objective": "makespan"}
 
     ``deadline_s`` (every task ends by then) and ``energy_budget_j`` (total energy at
-    most this) are hard constraints for every objective when given.
+    most this) are hard constraints for every objective when given, like the tasks'
+    ``release_s`` and the cores' ``windows``. ``job_weights`` (job -> weight, every job
+    when given; default 1 each) weighs the jobs' completion times for the
+    ``weighted_completion`` objective. ``job_executors`` (job -> count) caps the number of
+    distinct cores a job's tasks run on (Spark's executors of an application).
     """
 
     kind: Literal["multicore"] = "multicore"
@@ -72,6 +94,8 @@ class MulticoreInstance(InstanceBase):
     objective: str | None = None
     deadline_s: PosFloat | None = None
     energy_budget_j: PosFloat | None = None
+    job_weights: dict[Name, NonNegFloat] | None = None
+    job_executors: dict[Name, Annotated[int, Field(ge=1)]] | None = None
 
     @model_validator(mode="after")
     def _cross_checks(self) -> MulticoreInstance:
@@ -87,6 +111,7 @@ class MulticoreInstance(InstanceBase):
                     f"core id {core.id!r} is also the name of a core type of other cores; "
                     "duration_s keys would be ambiguous",
                 )
+            _check_windows(k, core)
         task_pos = id_positions(self.tasks, "tasks", "task")
         for i, task in enumerate(self.tasks):
             if not task.duration_s:
@@ -111,12 +136,80 @@ class MulticoreInstance(InstanceBase):
         if cycle is not None:
             names = " -> ".join(self.tasks[i].id for i in cycle)
             raise fail(f"tasks[{cycle[0]}].predecessors", f"cycle in predecessors: {names}")
+        self._check_demands()
+        self._check_jobs()
         return self
+
+    def _check_demands(self) -> None:
+        """Every task with a ``demand`` fits some core its ``duration_s`` names."""
+        for i, task in enumerate(self.tasks):
+            if not task.demand:
+                continue
+            named = [c for c in self.cores if c.id in task.duration_s or c.type in task.duration_s]
+            if not any(fits(task.demand, c.capacity) for c in named):
+                raise fail(
+                    f"tasks[{i}].demand",
+                    f"task {task.id!r} fits the capacity of no core it can run on",
+                )
+
+    def _check_jobs(self) -> None:
+        """Job names do not collide with job-less tasks; weights cover exactly the jobs."""
+        alone = {t.id: i for i, t in enumerate(self.tasks) if t.job is None}
+        for i, task in enumerate(self.tasks):
+            if task.job is not None and task.job in alone and task.job != task.id:
+                raise fail(
+                    f"tasks[{i}].job",
+                    f"job {task.job!r} is also the id of task {task.job!r}, which has no job "
+                    "(a task without a job is a job of its own)",
+                )
+        jobs = {task.job if task.job is not None else task.id for task in self.tasks}
+        for key in self.job_executors or {}:
+            if key not in jobs:
+                raise fail(f"job_executors.{key}", f"no task belongs to job {key!r}")
+        if self.job_weights is None:
+            return
+        for key in self.job_weights:
+            if key not in jobs:
+                raise fail(f"job_weights.{key}", f"no task belongs to job {key!r}")
+        for i, task in enumerate(self.tasks):
+            if task.job is not None and task.job not in self.job_weights:
+                raise fail(f"tasks[{i}].job", f"job {task.job!r} has no weight in job_weights")
+            if task.job is None and task.id not in self.job_weights:
+                raise fail(
+                    f"tasks[{i}].job",
+                    f"task {task.id!r} has no job, so it is a job of its own, and "
+                    "job_weights has no weight for it",
+                )
 
     @cached_property
     def arrays(self) -> MulticoreArrays:
         """Dense numpy views (computed once)."""
         return MulticoreArrays.from_instance(self)
+
+
+def fits(demand: dict[str, float] | None, capacity: dict[str, float] | None) -> bool:
+    """Does ``demand`` fit ``capacity`` (only the resources the capacity lists limit)?"""
+    if not demand or not capacity:
+        return True
+    return all(v <= capacity[r] for r, v in demand.items() if r in capacity)
+
+
+def _check_windows(k: int, core: Core) -> None:
+    """Windows of a core: each non-empty, sorted by start and disjoint."""
+    prev_end = -math.inf
+    for w, win in enumerate(core.windows or ()):
+        if win.end_s <= win.start_s:
+            raise fail(
+                f"cores[{k}].windows[{w}].end_s",
+                f"window ends at {win.end_s:g} s, not after its start {win.start_s:g} s",
+            )
+        if win.start_s < prev_end:
+            raise fail(
+                f"cores[{k}].windows[{w}].start_s",
+                f"windows must be sorted and disjoint; this one starts at {win.start_s:g} s, "
+                f"before the previous one ends at {prev_end:g} s",
+            )
+        prev_end = win.end_s
 
 
 def _find_cycle(preds: list[list[int]]) -> list[int] | None:
@@ -156,8 +249,13 @@ def _find_cycle(preds: list[list[int]]) -> list[int] | None:
 class MulticoreArrays:
     """Numpy views of a :class:`MulticoreInstance`.
 
-    ``dur[i, c]`` is task ``i``'s duration on core ``c`` (NaN where it cannot run);
-    ``edges`` is a ``(E, 2)`` array of ``(predecessor, successor)`` task indices.
+    ``dur[i, c]`` is task ``i``'s duration on core ``c`` (NaN where it cannot run: no
+    duration, or its demand exceeds the core's capacity); ``edges`` is a ``(E, 2)`` array
+    of ``(predecessor, successor)`` task indices; ``release[i]`` the release time (0
+    without one); ``job[i]`` the index of task ``i``'s job in ``job_ids`` (jobs in order
+    of first appearance), ``weight[j]`` its weight, ``executors[j]`` the most cores it may
+    use (``num_cores`` without a limit); ``windows[c]`` a ``(W, 2)`` array of the
+    availability windows of core ``c`` (``None``: always available).
     """
 
     task_ids: list[str]
@@ -172,6 +270,15 @@ class MulticoreArrays:
     topo: list[int]
     deadline: float | None
     budget: float | None
+    release: np.ndarray
+    job: np.ndarray
+    job_ids: list[str]
+    weight: np.ndarray
+    has_jobs: bool
+    """Some task names its ``job`` or the instance gives ``job_weights`` or
+    ``job_executors``."""
+    executors: np.ndarray
+    windows: tuple[np.ndarray | None, ...]
 
     @classmethod
     def from_instance(cls, inst: MulticoreInstance) -> MulticoreArrays:
@@ -187,12 +294,20 @@ class MulticoreArrays:
             for key, v in task.duration_s.items():
                 if key in col:
                     dur[i, col[key]] = v
+            if task.demand:
+                for k, core in enumerate(inst.cores):
+                    if not fits(task.demand, core.capacity):
+                        dur[i, k] = np.nan
         eligible = ~np.isnan(dur)
         tpos = {t.id: i for i, t in enumerate(inst.tasks)}
         preds = [[tpos[p] for p in t.predecessors] for t in inst.tasks]
         edges = np.array(
             [(p, j) for j, ps in enumerate(preds) for p in ps], dtype=np.int64
         ).reshape(-1, 2)
+        job_names = [t.job if t.job is not None else t.id for t in inst.tasks]
+        job_pos = {j: k for k, j in enumerate(dict.fromkeys(job_names))}
+        weights = inst.job_weights or {}
+        limits = inst.job_executors or {}
         return cls(
             [t.id for t in inst.tasks],
             core_ids,
@@ -206,6 +321,20 @@ class MulticoreArrays:
             _topological(preds),
             inst.deadline_s,
             inst.energy_budget_j,
+            np.array([t.release_s or 0.0 for t in inst.tasks], dtype=float),
+            np.array([job_pos[j] for j in job_names], dtype=np.int64),
+            list(job_pos),
+            np.array([weights.get(j, 1.0) for j in job_pos], dtype=float),
+            inst.job_weights is not None
+            or inst.job_executors is not None
+            or any(t.job is not None for t in inst.tasks),
+            np.array([min(limits.get(j, m), m) for j in job_pos], dtype=np.int64),
+            tuple(
+                None
+                if c.windows is None
+                else np.array([(w.start_s, w.end_s) for w in c.windows], dtype=float)
+                for c in inst.cores
+            ),
         )
 
     @property
@@ -220,6 +349,78 @@ class MulticoreArrays:
     def has_dag(self) -> bool:
         return len(self.edges) > 0
 
+    @property
+    def num_jobs(self) -> int:
+        return len(self.job_ids)
+
+    @cached_property
+    def has_releases(self) -> bool:
+        return bool(np.any(self.release > 0))
+
+    @cached_property
+    def has_windows(self) -> bool:
+        return any(w is not None for w in self.windows)
+
+    @property
+    def sequencing(self) -> bool:
+        """Do start times matter beyond the assignment (precedences, releases or
+        windows)? Without them every core runs its tasks back to back from 0."""
+        return self.has_dag or self.has_releases or self.has_windows
+
+    @cached_property
+    def limited_jobs(self) -> np.ndarray:
+        """Jobs whose executor limit is below the number of cores their tasks can use."""
+        can = np.zeros((self.num_jobs, self.num_cores), dtype=bool)
+        np.logical_or.at(can, self.job, self.eligible)
+        return np.nonzero(self.executors < can.sum(axis=1))[0]
+
+    @property
+    def has_executor_limits(self) -> bool:
+        return len(self.limited_jobs) > 0
+
+    @cached_property
+    def integer_times(self) -> bool:
+        """Durations, releases and window bounds are whole numbers (so are the starts
+        and ends of every semi-active schedule)."""
+        if not self.integer_durations:
+            return False
+        if not np.all(self.release == np.round(self.release)):
+            return False
+        return all(w is None or bool(np.all(w == np.round(w))) for w in self.windows)
+
+    @cached_property
+    def integer_weights(self) -> bool:
+        return bool(np.all(self.weight == np.round(self.weight)))
+
+    def earliest_fit(self, c: int, t: float, p: float) -> float:
+        """Earliest start ``>= t`` of a task of duration ``p`` on core ``c`` inside one of
+        its windows (``inf`` if none fits; ``t`` for a core without windows)."""
+        w = self.windows[c]
+        if w is None:
+            return t
+        s = np.maximum(w[:, 0], t)
+        ok = np.nonzero(s + p <= w[:, 1] + 1e-9)[0]
+        return float(s[ok[0]]) if len(ok) else math.inf
+
+    def completion(self, end: np.ndarray) -> np.ndarray:
+        """Completion time of each job (its tasks' latest end) from the tasks' ends."""
+        out = np.zeros(self.num_jobs)
+        np.maximum.at(out, self.job, end)
+        return out
+
+    def weighted_completion(self, end: np.ndarray) -> float:
+        """``sum_j weight_j C_j`` of the tasks' ends."""
+        return float(self.weight @ self.completion(end))
+
+    @cached_property
+    def job_sinks(self) -> np.ndarray:
+        """Tasks no other task of their job succeeds (the ends that bound ``C_j``)."""
+        inner = np.zeros(self.num_tasks, dtype=bool)
+        for p, j in self.edges:
+            if self.job[p] == self.job[j]:
+                inner[p] = True
+        return np.nonzero(~inner)[0]
+
     @cached_property
     def min_dur(self) -> np.ndarray:
         """Shortest duration of each task over the cores it can use."""
@@ -232,8 +433,9 @@ class MulticoreArrays:
 
     @cached_property
     def heads(self) -> np.ndarray:
-        """Earliest start of each task (longest chain of shortest durations before it)."""
-        h = np.zeros(self.num_tasks)
+        """Earliest start of each task (its release, and the longest chain of shortest
+        durations and releases before it)."""
+        h = self.release.copy()
         for j in self.topo:
             for p in self.preds[j]:
                 h[j] = max(h[j], h[p] + self.min_dur[p])
@@ -262,20 +464,39 @@ class MulticoreArrays:
         return out
 
     def makespan_lower_bound(self) -> float:
-        """Largest of: longest chain of shortest durations, and total shortest work / cores."""
+        """Largest of: longest chain of shortest durations (from the releases), and the
+        earliest release plus total shortest work / cores."""
         chain = float((self.heads + self.min_dur).max())
-        return max(chain, float(self.min_dur.sum()) / self.num_cores)
+        first = float(self.release.min())
+        return max(chain, first + float(self.min_dur.sum()) / self.num_cores)
 
     def serial_bound(self) -> float:
-        """No semi-active schedule is longer than the sum of the longest durations."""
-        return float(np.nanmax(self.dur, axis=1).sum())
+        """No semi-active schedule is longer than the latest release or window start
+        plus the sum of the longest durations (each start is a release, a window start or
+        the end of another task, so some chain of distinct tasks fills the time after one
+        of them); when every core has windows, than their latest end."""
+        latest = float(self.release.max())
+        for w in self.windows:
+            if w is not None:
+                latest = max(latest, float(w[:, 0].max()))
+        bound = latest + float(np.nanmax(self.dur, axis=1).sum())
+        if self.windows and all(w is not None for w in self.windows):
+            bound = min(bound, max(float(w[:, 1].max()) for w in self.windows if w is not None))
+        return bound
 
     def identical_core_classes(self) -> list[list[int]]:
         """Groups (size >= 2) of interchangeable cores: same type, powers and durations."""
         groups: dict[tuple, list[int]] = {}
         for c in range(self.num_cores):
             col = np.where(self.eligible[:, c], self.dur[:, c], -1.0)
-            key = (self.core_types[c], self.active[c], self.idle[c], col.tobytes())
+            w = self.windows[c]
+            key = (
+                self.core_types[c],
+                self.active[c],
+                self.idle[c],
+                col.tobytes(),
+                None if w is None else w.tobytes(),
+            )
             groups.setdefault(key, []).append(c)
         return [g for g in groups.values() if len(g) > 1]
 

@@ -9,7 +9,9 @@ Three pure builders share one skeleton (assignment variables, makespan, energy):
   per (task, core, start time).
 
 Times are divided by ``t_ref`` (a list-scheduling makespan) and energies by
-``e_ref = p_ref * t_ref`` so the model's numbers are O(1). Row blocks are
+``e_ref = p_ref * t_ref`` so the model's numbers are O(1); the ``weighted_completion``
+models keep times in seconds (``t_ref = 1``, ``e_ref = p_ref``), so that the objective
+of an exported model is the reported one. Row blocks are
 :class:`~hetopt.pyomo_ext.LinearRows`. Each builder returns
 :class:`~hetopt.contract.Built` with a :class:`Layout` (what the extractor and the warm
 start need: the plan, the pairs, the order pairs or the slots).
@@ -54,11 +56,25 @@ class Plan:
     integer_makespan: bool = False
     """Durations are whole numbers and the objective is the makespan: the optimum is a
     whole number, so a bound can be rounded up."""
+    integer_objective: bool = False
+    """Weighted completion with whole-number times and weights: the objective of every
+    semi-active schedule is a whole number (``completion`` is integer, bounds round up)."""
 
     @property
     def scale(self) -> float:
-        """Unit of the minimised variable: ``t_ref`` (makespan) or ``e_ref`` (energy)."""
+        """Unit of the minimised variable: ``t_ref`` (makespan, weighted completion) or
+        ``e_ref`` (energy)."""
         return self.e_ref if self.objective == "energy" else self.t_ref
+
+    @property
+    def weighted(self) -> bool:
+        """The model minimises ``sum_j weight_j completion_j`` (adds ``completion``)."""
+        return self.objective == "weighted_completion"
+
+    @property
+    def whole_objective(self) -> bool:
+        """The optimum is a whole number (of seconds, or weighted seconds)."""
+        return self.integer_makespan or self.integer_objective
 
 
 @dataclass
@@ -143,9 +159,10 @@ class Slots:
 class Layout:
     """What a formulation tells its extractor and its warm start (:attr:`Built.layout`).
 
-    ``order_pairs`` are the task pairs of ``m.order`` (disjunctive model), ``slots`` the
-    (pair, start) binaries of ``m.start_at`` and ``capacity_keys`` the ``core * H + t``
-    key of each ``c_capacity`` row (time-indexed model).
+    ``order_pairs`` are the task pairs of ``m.order`` and ``windows`` the (pair, window)
+    binaries of ``m.in_window`` (disjunctive model), ``slots`` the (pair, start)
+    binaries of ``m.start_at`` and ``capacity_keys`` the ``core * H + t`` key of each
+    ``c_capacity`` row (time-indexed model).
     """
 
     plan: Plan
@@ -154,6 +171,35 @@ class Layout:
     order_pairs: tuple[tuple[int, int], ...] = ()
     slots: Slots | None = None
     capacity_keys: np.ndarray | None = None
+    windows: WindowChoices | None = None
+
+
+@dataclass(frozen=True)
+class WindowChoices:
+    """The (pair, window) binaries ``in_window`` of the disjunctive model (pairs on cores
+    with availability windows, windows long enough for the pair), window bounds in s."""
+
+    pair: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+
+@dataclass(frozen=True)
+class ExecutorUses:
+    """The (job, core) binaries ``uses`` of the jobs with an executor limit: every core
+    some task of the job can run on."""
+
+    job: np.ndarray
+    core: np.ndarray
+
+    @classmethod
+    def of(cls, arr: MulticoreArrays) -> ExecutorUses:
+        can = np.zeros((arr.num_jobs, arr.num_cores), dtype=bool)
+        np.logical_or.at(can, arr.job, arr.eligible)
+        limited = np.zeros(arr.num_jobs, dtype=bool)
+        limited[arr.limited_jobs] = True
+        job, core = np.nonzero(can & limited[:, None])
+        return cls(job.astype(np.int64), core.astype(np.int64))
 
 
 def horizon_slots(arr: MulticoreArrays, horizon: float) -> int:
@@ -190,11 +236,17 @@ def _skeleton(arr: MulticoreArrays, plan: Plan, binary_assign: bool) -> tuple[An
         share="assign",
         load_rows="c_busy",
     )
-    # a pair longer than the horizon cannot be used (makespan <= horizon)
-    for k in np.nonzero(pairs.p > plan.horizon / plan.t_ref * (1 + 1e-9))[0]:
+    # a pair longer than the horizon cannot be used (makespan <= horizon); with
+    # releases: a pair that cannot end by the horizon
+    late = arr.release[pairs.task] / plan.t_ref + pairs.p
+    for k in np.nonzero(late > plan.horizon / plan.t_ref * (1 + 1e-9))[0]:
         m.assign[int(k)].setub(0)
     e_ub = None if arr.budget is None else arr.budget / plan.e_ref
     m.energy = pyo.Var(bounds=(0.0, e_ub))
+    if arr.has_executor_limits:
+        uses = ExecutorUses.of(arr)
+        m.EXECUTOR_USES = pyo.RangeSet(0, len(uses.job) - 1)
+        m.uses = pyo.Var(m.EXECUTOR_USES, within=pyo.Binary)
     if plan.integer_makespan:
         # whole-number durations: the optimal makespan is a whole number of seconds;
         # an integer copy lets HiGHS round node bounds up (objective integrality)
@@ -205,12 +257,15 @@ def _skeleton(arr: MulticoreArrays, plan: Plan, binary_assign: bool) -> tuple[An
     return m, pairs
 
 
-def _base_columns(m: Any) -> _Columns:
-    """The first columns of every row block: ``assign``, ``makespan``, ``energy``."""
+def _base_columns(m: Any, arr: MulticoreArrays) -> _Columns:
+    """The first columns of every row block: ``assign``, ``makespan``, ``energy`` (and
+    ``uses`` with executor limits)."""
     lay = _Columns()
     lay.add("assign", m.assign)
     lay.add("makespan", m.makespan)
     lay.add("energy", m.energy)
+    if arr.has_executor_limits:
+        lay.add("uses", m.uses)
     return lay
 
 
@@ -240,7 +295,30 @@ def _common_rows(m: Any, arr: MulticoreArrays, plan: Plan, pairs: Pairs, lay: _C
     r.add(0, cols, -coef)
     r.add(0, mk, -float(arr.idle.sum()) / p_ref)
     m.c_energy = r.build(1, 0.0, 0.0, lay)
+    if arr.has_executor_limits:
+        _executor_rows(m, arr, pairs, lay)
     return symmetry_rows
+
+
+def _executor_rows(m: Any, arr: MulticoreArrays, pairs: Pairs, lay: _Columns) -> None:
+    """``c_uses[k]``: ``uses[j(i), c] - assign[i,c] >= 0`` for the pairs of limited jobs;
+    ``c_executors[j]``: ``sum_c uses[j,c] <= executors_j``."""
+    eu = ExecutorUses.of(arr)
+    col = np.full((arr.num_jobs, arr.num_cores), -1, dtype=np.int64)
+    col[eu.job, eu.core] = np.arange(len(eu.job))
+    q = col[arr.job[pairs.task], pairs.core]
+    ks = np.nonzero(q >= 0)[0]
+    a, u = lay["assign"], lay["uses"]
+    r = _Rows()
+    r.add(np.arange(len(ks)), u + q[ks], 1.0)
+    r.add(np.arange(len(ks)), a + ks, -1.0)
+    m.c_uses = r.build(len(ks), 0.0, INF, lay)
+    jobs = arr.limited_jobs
+    row = np.full(arr.num_jobs, -1, dtype=np.int64)
+    row[jobs] = np.arange(len(jobs))
+    r = _Rows()
+    r.add(row[eu.job], u + np.arange(len(eu.job)), 1.0)
+    m.c_executors = r.build(len(jobs), -INF, arr.executors[jobs].astype(float), lay)
 
 
 def _objective(m: Any, objective: str) -> None:
@@ -248,11 +326,55 @@ def _objective(m: Any, objective: str) -> None:
     m.obj = pyo.Objective(expr=target, sense=pyo.minimize)
 
 
+def _add_completion(m: Any, arr: MulticoreArrays, plan: Plan) -> None:
+    """``JOBS`` and ``completion[j]`` in ``[max_i (head_i + min p_i), H]`` over the tasks
+    of job ``j`` (integer when :attr:`Plan.integer_objective`)."""
+    t = plan.t_ref
+    lo = np.zeros(arr.num_jobs)
+    np.maximum.at(lo, arr.job, (arr.heads + arr.min_dur) / t)
+    hi = plan.horizon / t
+    if plan.integer_objective:
+        lo = np.ceil(lo - 1e-9)
+        hi = float(math.floor(hi + 1e-9))
+    m.JOBS = pyo.Set(initialize=arr.job_ids, ordered=True)
+    m.completion = pyo.Var(
+        range(arr.num_jobs),
+        within=pyo.Integers if plan.integer_objective else pyo.Reals,
+        bounds=lambda _, j: (float(lo[j]), max(hi, float(lo[j]))),
+    )
+
+
+def _weighted_objective(m: Any, arr: MulticoreArrays) -> None:
+    """``obj``: minimise ``sum_j weight_j completion_j``."""
+    m.obj = pyo.Objective(
+        expr=pyo.quicksum(
+            float(arr.weight[j]) * m.completion[j]
+            for j in range(arr.num_jobs)
+            if arr.weight[j] != 0
+        ),
+        sense=pyo.minimize,
+    )
+
+
+def _completion_rows(
+    m: Any, arr: MulticoreArrays, lay: _Columns, ends: Callable[[_Rows, int, int], None]
+) -> None:
+    """``c_completion[r]`` for each job sink ``i`` (no task of its job succeeds it):
+    ``completion[job(i)] - end(i) >= 0``; ``ends(rows, r, i)`` adds ``-end(i)``."""
+    sinks = arr.job_sinks
+    r = _Rows()
+    cj = lay["completion"]
+    r.add(np.arange(len(sinks)), cj + arr.job[sinks], 1.0)
+    for row, i in enumerate(sinks):
+        ends(r, row, int(i))
+    m.c_completion = r.build(len(sinks), 0.0, INF, lay)
+
+
 # ---------------------------------------------------------------------------- builders
 def build_assignment(arr: MulticoreArrays, plan: Plan) -> Built:
     """Independent tasks: ``makespan >= busy[c]`` for every core (R||Cmax)."""
     m, pairs = _skeleton(arr, plan, binary_assign=True)
-    lay = _base_columns(m)
+    lay = _base_columns(m, arr)
     sym = _common_rows(m, arr, plan, pairs, lay)
     _objective(m, plan.objective)
     return Built(m, Layout(plan, pairs, sym))
@@ -283,9 +405,19 @@ def build_disjunctive(arr: MulticoreArrays, plan: Plan) -> Built:
     op = order_pairs(arr)
     m.ORDER_PAIRS = pyo.RangeSet(0, len(op) - 1)
     m.order = pyo.Var(m.ORDER_PAIRS, within=pyo.Binary)
-    lay = _base_columns(m)
+    win = _window_choices(arr, pairs) if arr.has_windows else None
+    if win is not None:
+        m.WINDOW_CHOICES = pyo.RangeSet(0, len(win.pair) - 1)
+        m.in_window = pyo.Var(m.WINDOW_CHOICES, within=pyo.Binary)
+    if plan.weighted:
+        _add_completion(m, arr, plan)
+    lay = _base_columns(m, arr)
     lay.add("start", m.start)
     lay.add("order", m.order)
+    if win is not None:
+        lay.add("in_window", m.in_window)
+    if plan.weighted:
+        lay.add("completion", m.completion)
     sym = _common_rows(m, arr, plan, pairs, lay)
     a, s, mk, y = lay["assign"], lay["start"], lay["makespan"], lay["order"]
     K = len(pairs)
@@ -329,8 +461,80 @@ def build_disjunctive(arr: MulticoreArrays, plan: Plan) -> Built:
             row += 1
     m.c_before = rb.build(row, np.asarray(lo_b), INF, lay)
     m.c_after = ra.build(row, np.asarray(lo_a), INF, lay)
-    _objective(m, plan.objective)
-    return Built(m, Layout(plan, pairs, sym, order_pairs=tuple(op)))
+    if win is not None:
+        _window_rows(m, arr, plan, pairs, win, heads, s_hi, lay)
+    if plan.weighted:
+        pos = _pairs_of_tasks(pairs, n)
+
+        def ends(r: _Rows, row: int, i: int) -> None:
+            r.add(row, s + i, -1.0)
+            r.add(row, cols[pos[i]], -pairs.p[pos[i]])
+
+        _completion_rows(m, arr, lay, ends)
+        _weighted_objective(m, arr)
+    else:
+        _objective(m, plan.objective)
+    return Built(m, Layout(plan, pairs, sym, order_pairs=tuple(op), windows=win))
+
+
+def _window_choices(arr: MulticoreArrays, pairs: Pairs) -> WindowChoices:
+    """The (pair, window) choices: every window of a windowed core long enough for the
+    pair's duration."""
+    pk: list[np.ndarray] = []
+    lo: list[np.ndarray] = []
+    hi: list[np.ndarray] = []
+    for k in range(len(pairs)):
+        w = arr.windows[int(pairs.core[k])]
+        if w is None:
+            continue
+        d = arr.dur[pairs.task[k], pairs.core[k]]
+        ok = w[:, 1] - w[:, 0] >= d - 1e-9
+        pk.append(np.full(int(ok.sum()), k, dtype=np.int64))
+        lo.append(w[ok, 0])
+        hi.append(w[ok, 1])
+    cat = np.concatenate
+    if not pk:
+        return WindowChoices(np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+    return WindowChoices(cat(pk), cat(lo), cat(hi))
+
+
+def _window_rows(
+    m: Any,
+    arr: MulticoreArrays,
+    plan: Plan,
+    pairs: Pairs,
+    win: WindowChoices,
+    lb: np.ndarray,
+    ub: np.ndarray,
+    lay: _Columns,
+) -> None:
+    """``c_window_pick``, ``c_window_open``, ``c_window_close`` (disjunctive model):
+    a pair on a windowed core picks one window that holds the task."""
+    t = plan.t_ref
+    a, s, u = lay["assign"], lay["start"], lay["in_window"]
+    windowed = np.nonzero([arr.windows[int(c)] is not None for c in pairs.core])[0]
+    row_of = np.full(len(pairs), -1, dtype=np.int64)
+    row_of[windowed] = np.arange(len(windowed))
+    W = len(win.pair)
+    uc = u + np.arange(W)
+    # c_window_pick[k]: sum_w in_window[k,w] - assign[k] = 0
+    r = _Rows()
+    r.add(np.arange(len(windowed)), a + windowed, -1.0)
+    r.add(row_of[win.pair], uc, 1.0)
+    m.c_window_pick = r.build(len(windowed), 0.0, 0.0, lay)
+    i = pairs.task[win.pair]
+    # c_window_open[w]: start[i] - (a_w - lb_i) in_window[w] >= lb_i
+    r = _Rows()
+    r.add(np.arange(W), s + i, 1.0)
+    r.add(np.arange(W), uc, -np.maximum(win.start / t - lb[i], 0.0))
+    m.c_window_open = r.build(W, lb[i], INF, lay)
+    # c_window_close[w]: start[i] + M in_window[w] <= b_w - p + M, M = ub_i - (b_w - p)
+    latest = win.end / t - pairs.p[win.pair]
+    big = np.maximum(ub[i] - latest, 0.0)
+    r = _Rows()
+    r.add(np.arange(W), s + i, 1.0)
+    r.add(np.arange(W), uc, big)
+    m.c_window_close = r.build(W, -INF, latest + big, lay)
 
 
 def _pairs_of_tasks(pairs: Pairs, n: int) -> list[np.ndarray]:
@@ -351,12 +555,19 @@ def build_time_indexed(arr: MulticoreArrays, plan: Plan) -> Built:
     slot_pair = np.repeat(np.arange(len(pairs)), width)
     offs = np.arange(int(width.sum())) - np.repeat(np.cumsum(width) - width, width)
     slot_time = np.repeat(first, width) + offs
+    if arr.has_windows:  # only starts whose whole run fits in a window of the core
+        keep = _in_windows(arr, pairs.core[slot_pair], slot_time, dur[slot_pair])
+        slot_pair, slot_time = slot_pair[keep], slot_time[keep]
     slots = Slots(slot_pair, slot_time)
     S = len(slot_pair)
     m.SLOTS = pyo.RangeSet(0, S - 1)
     m.start_at = pyo.Var(m.SLOTS, within=pyo.Binary)
-    lay = _base_columns(m)
+    if plan.weighted:
+        _add_completion(m, arr, plan)
+    lay = _base_columns(m, arr)
     lay.add("start_at", m.start_at)
+    if plan.weighted:
+        lay.add("completion", m.completion)
     sym = _common_rows(m, arr, plan, pairs, lay)
     a, z, mk = lay["assign"], lay["start_at"], lay["makespan"]
     zc = z + np.arange(S)
@@ -392,8 +603,33 @@ def build_time_indexed(arr: MulticoreArrays, plan: Plan) -> Built:
     r.add(task_of_slot, zc, -end_s)
     m.c_finish = r.build(n, arr.tails / t_ref, INF, lay)
     del M
-    _objective(m, plan.objective)
+    if plan.weighted:
+        slots_of = _pairs_of_tasks(Pairs(task_of_slot, task_of_slot, end_s), n)
+
+        def ends(r: _Rows, row: int, i: int) -> None:
+            r.add(row, zc[slots_of[i]], -end_s[slots_of[i]])
+
+        _completion_rows(m, arr, lay, ends)
+        _weighted_objective(m, arr)
+    else:
+        _objective(m, plan.objective)
     return Built(m, Layout(plan, pairs, sym, slots=slots, capacity_keys=used))
+
+
+def _in_windows(
+    arr: MulticoreArrays, core: np.ndarray, start: np.ndarray, dur: np.ndarray
+) -> np.ndarray:
+    """Which runs ``[start, start + dur]`` on ``core`` lie inside one of its windows."""
+    ok = np.ones(len(core), dtype=bool)
+    for c, w in enumerate(arr.windows):
+        if w is None:
+            continue
+        on = np.nonzero(core == c)[0]
+        inside = (w[None, :, 0] <= start[on, None] + 1e-9) & (
+            start[on, None] + dur[on, None] <= w[None, :, 1] + 1e-9
+        )
+        ok[on] = inside.any(axis=1)
+    return ok
 
 
 BUILDERS: dict[str, Callable[[MulticoreArrays, Plan], Built]] = {
@@ -433,6 +669,32 @@ def start_vector(
         op = layout.order_pairs
         y = np.array([1.0 if sched.start[i] <= sched.start[j] else 0.0 for i, j in op])
         _put(x, compiled.columns_of(m.order, range(len(op))), y)
+    if arr.has_executor_limits:
+        eu = ExecutorUses.of(arr)
+        used = np.zeros((arr.num_jobs, arr.num_cores), dtype=bool)
+        used[arr.job, sched.core] = True
+        _put(x, compiled.columns_of(m.uses, range(len(eu.job))), used[eu.job, eu.core] * 1.0)
+    if plan.weighted:
+        done = arr.completion(sched.end) / plan.t_ref
+        _put(x, compiled.columns_of(m.completion, range(arr.num_jobs)), done)
+    if layout.windows is not None:
+        win = layout.windows
+        k = win.pair
+        on = chosen[pairs.task[k]] == k
+        s = sched.start[pairs.task[k]]
+        inside = (
+            on
+            & (win.start <= s + 1e-9)
+            & (s + arr.dur[pairs.task[k], pairs.core[k]] <= win.end + 1e-9)
+        )
+        # one window per chosen pair (the first that holds it)
+        first = np.zeros(len(k), dtype=bool)
+        seen: set[int] = set()
+        for q in np.nonzero(inside)[0]:
+            if int(k[q]) not in seen:
+                seen.add(int(k[q]))
+                first[q] = True
+        _put(x, compiled.columns_of(m.in_window, range(len(k))), first.astype(float))
     if layout.slots is not None:
         slots = layout.slots
         want = chosen[pairs.task[slots.pair]] == slots.pair

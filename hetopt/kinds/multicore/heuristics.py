@@ -1,7 +1,13 @@
-"""List scheduling: a fast feasible schedule (warm start, horizon for big-M, upper bound)."""
+"""List scheduling: a fast feasible schedule (warm start, horizon for big-M, upper bound).
+
+Every schedule here respects the releases and the cores' availability windows; with
+windows a greedy schedule can fail (a task fits in no window left), and the functions
+then return ``None``.
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,12 +28,37 @@ class Schedule:
         return float(self.end.max()) if len(self.end) else 0.0
 
 
-def list_schedule(arr: MulticoreArrays, rule: str = "tail") -> Schedule:
+def _starts(arr: MulticoreArrays, i: int, elig: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Earliest starts of task ``i`` on the cores ``elig`` no earlier than ``t`` (per
+    core), inside a window of each core (``inf`` where none fits)."""
+    if not arr.has_windows:
+        return t
+    return np.array(
+        [
+            arr.earliest_fit(int(c), float(s), float(arr.dur[i, c]))
+            for c, s in zip(elig, t, strict=True)
+        ]
+    )
+
+
+def _cores_for(arr: MulticoreArrays, i: int, used: list[set[int]]) -> np.ndarray:
+    """The cores task ``i`` may use: eligible ones, and once its job uses as many cores as
+    its executor limit, only those."""
+    elig = np.nonzero(arr.eligible[i])[0]
+    j = int(arr.job[i])
+    if len(used[j]) >= arr.executors[j]:
+        elig = elig[np.isin(elig, list(used[j]))]
+    return elig
+
+
+def list_schedule(arr: MulticoreArrays, rule: str = "tail") -> Schedule | None:
     """Greedy list scheduling (no insertion).
 
     Ready tasks are taken by priority (``"tail"``: longest remaining chain of shortest
     durations first, which is LPT for independent tasks; ``"topo"``: topological order)
-    and each goes to the eligible core where it would finish earliest.
+    and each goes to the eligible core where it would finish earliest (never before its
+    release, inside a window of the core, on a core its job may use). ``None`` when a
+    task fits in no window or its job's executor limit leaves it no core.
     """
     n, m = arr.num_tasks, arr.num_cores
     prio = arr.tails + arr.min_dur if rule == "tail" else -np.arange(n, dtype=float)
@@ -41,17 +72,23 @@ def list_schedule(arr: MulticoreArrays, rule: str = "tail") -> Schedule:
     start = np.zeros(n)
     end = np.zeros(n)
     ready = [i for i in range(n) if npred[i] == 0]
+    used: list[set[int]] = [set() for _ in range(arr.num_jobs)]
     done = 0
     while done < n:
         i = max(ready, key=lambda t: (prio[t], -t))
         ready.remove(i)
-        elig = np.nonzero(arr.eligible[i])[0]
-        s = np.maximum(free[elig], ready_at[i])
+        elig = _cores_for(arr, i, used)
+        if not len(elig):
+            return None
+        s = _starts(arr, i, elig, np.maximum(free[elig], max(ready_at[i], arr.release[i])))
         f = s + arr.dur[i, elig]
         k = int(np.lexsort((arr.dur[i, elig], f))[0])
+        if not math.isfinite(f[k]):
+            return None
         c = int(elig[k])
         core[i], start[i], end[i] = c, s[k], f[k]
         free[c] = f[k]
+        used[int(arr.job[i])].add(c)
         done += 1
         for j in succ[i]:
             ready_at[j] = max(ready_at[j], end[i])
@@ -61,19 +98,102 @@ def list_schedule(arr: MulticoreArrays, rule: str = "tail") -> Schedule:
     return Schedule(core, start, end)
 
 
-def best_list_schedule(arr: MulticoreArrays) -> Schedule:
-    """The shorter of the two list schedules (for independent tasks, then improved by
-    :func:`local_search`)."""
+def best_list_schedule(arr: MulticoreArrays) -> Schedule | None:
+    """The shorter of the two list schedules (for independent tasks without releases,
+    windows or executor limits, then improved by :func:`local_search`); ``None`` if both
+    fail."""
     a = list_schedule(arr, "tail")
     b = list_schedule(arr, "topo")
+    if a is None or b is None:
+        return a if b is None else b
     best = a if a.makespan <= b.makespan else b
-    if not arr.has_dag:
+    if not arr.sequencing and not arr.has_executor_limits:
         fastest = np.argmin(np.where(arr.eligible, arr.dur, np.inf), axis=1)
         for start in (best.core, fastest):
             cand = local_search(arr, start)
             if cand.makespan < best.makespan:
                 best = cand
     return best
+
+
+def dispatch_schedule(arr: MulticoreArrays, rule: str = "job_work") -> Schedule | None:
+    """Active-schedule dispatching (Giffler-Thompson) for the weighted completion time.
+
+    Among the ready tasks (predecessors scheduled) that could start before the earliest
+    possible end of any of them, the one of highest priority (ties: lowest index) goes to
+    the core where it ends first. Priorities: ``"job_work"``: the job's weight over its
+    remaining work (shortest durations of its unscheduled tasks), which is Smith's rule
+    (WSPT) for jobs of one task; ``"chain"``: the job's weight over the task's remaining
+    chain. ``None`` when a task fits in no window.
+    """
+    n, m = arr.num_tasks, arr.num_cores
+    npred = np.array([len(p) for p in arr.preds])
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for p, j in arr.edges:
+        succ[int(p)].append(int(j))
+    left = np.bincount(arr.job, weights=arr.min_dur, minlength=arr.num_jobs)
+    chain = arr.tails + arr.min_dur
+    w = arr.weight[arr.job]
+
+    def priority(i: int) -> float:
+        work = left[arr.job[i]] if rule == "job_work" else chain[i]
+        return float(w[i] / work) if work > 0 else math.inf
+
+    ready_at = arr.release.copy()
+    free = np.zeros(m)
+    core = np.zeros(n, dtype=np.int64)
+    start = np.zeros(n)
+    end = np.zeros(n)
+    ready = [i for i in range(n) if npred[i] == 0]
+    used: list[set[int]] = [set() for _ in range(arr.num_jobs)]
+    while ready:
+        best: dict[int, tuple[int, float, float]] = {}
+        for i in ready:
+            elig = _cores_for(arr, i, used)
+            if not len(elig):
+                return None
+            s = _starts(arr, i, elig, np.maximum(free[elig], ready_at[i]))
+            f = s + arr.dur[i, elig]
+            k = int(np.lexsort((arr.dur[i, elig], f))[0])
+            if not math.isfinite(f[k]):
+                return None
+            best[i] = (int(elig[k]), float(s[k]), float(f[k]))
+        t_star = min(b[2] for b in best.values())
+        cands = [i for i in ready if best[i][1] < t_star - 1e-12]
+        if not cands:  # zero-length tasks: the first to end
+            cands = [min(ready, key=lambda i: (best[i][2], i))]
+        i = max(cands, key=lambda t: (priority(t), -t))
+        ready.remove(i)
+        c, s0, f0 = best[i]
+        core[i], start[i], end[i] = c, s0, f0
+        free[c] = f0
+        used[int(arr.job[i])].add(c)
+        left[arr.job[i]] -= arr.min_dur[i]
+        for j in succ[i]:
+            ready_at[j] = max(ready_at[j], f0)
+            npred[j] -= 1
+            if npred[j] == 0:
+                ready.append(j)
+    return Schedule(core, start, end)
+
+
+def best_weighted_schedule(arr: MulticoreArrays) -> Schedule | None:
+    """The schedule of least weighted completion time among the two dispatch rules of
+    :func:`dispatch_schedule` and the two list schedules of :func:`list_schedule`
+    (``None`` if all fail)."""
+    found = [
+        s
+        for s in (
+            dispatch_schedule(arr, "job_work"),
+            dispatch_schedule(arr, "chain"),
+            list_schedule(arr, "tail"),
+            list_schedule(arr, "topo"),
+        )
+        if s is not None
+    ]
+    if not found:
+        return None
+    return min(found, key=lambda s: arr.weighted_completion(s.end))
 
 
 def back_to_back(arr: MulticoreArrays, core: np.ndarray) -> Schedule:
@@ -145,12 +265,14 @@ def left_shift(arr: MulticoreArrays, core: np.ndarray, order_key: np.ndarray) ->
     """The semi-active schedule of an assignment and per-core order.
 
     Tasks on a core run in increasing ``order_key`` (ties: topological order); each
-    starts as soon as its predecessors and the previous task on its core have ended.
+    starts as soon as its predecessors and the previous task on its core have ended, not
+    before its release, at the earliest time it fits in a window of its core.
 
     Raises
     ------
     ValueError
-        If the per-core orders contradict the precedences (no schedule exists).
+        If the per-core orders contradict the precedences or a task fits in no window
+        (no schedule exists).
     """
     n = arr.num_tasks
     core = np.asarray(core, dtype=np.int64)
@@ -177,6 +299,12 @@ def left_shift(arr: MulticoreArrays, core: np.ndarray, order_key: np.ndarray) ->
         i = queue[k]
         k += 1
         s = max((end[q] for q in preds[i]), default=0.0)
+        if arr.has_releases:
+            s = max(s, float(arr.release[i]))
+        if arr.has_windows:
+            s = arr.earliest_fit(int(core[i]), s, float(p[i]))
+            if not math.isfinite(s):
+                raise ValueError(f"task {arr.task_ids[i]} fits in no window of its core")
         start[i], end[i] = s, s + p[i]
         for j in succ[i]:
             indeg[j] -= 1

@@ -9,7 +9,7 @@ One model is compiled once and kept in a persistent HiGHS object (a
 3. From the last point ``(C, E)``: ``min energy s.t. makespan <= C - delta``, then
    ``min makespan s.t. energy <=`` that energy; repeat until the makespan reaches ``C*``.
 
-With whole-number durations every makespan of a semi-active schedule is a whole number,
+With whole-number durations (and releases and windows) every makespan of a semi-active schedule is a whole number,
 so ``delta = 1`` enumerates every non-dominated point (up to ``pareto_points``).
 Otherwise ``delta = (C_right - C*) / (pareto_points - 1)``: each point is Pareto-optimal
 but points between two steps may be skipped.
@@ -98,7 +98,7 @@ class _Epsilon:
                 return None
             opts = opts.replace(time_limit_s=left)
         if which == "makespan":
-            if self.prep.arrays.integer_durations:
+            if self.prep.arrays.integer_times:
                 opts = whole_second_gap(opts, self.prep.plan.t_ref)
         elif "mip_abs_gap" not in opts.highs_options:
             # HiGHS keeps options between runs: undo the makespan runs' whole-second gap
@@ -155,7 +155,9 @@ class Pareto(RunMethodBase):
         arr, plan = prep.arrays, prep.plan
         live = session.open(built)
         eps = _Epsilon(session, live)
-        x0 = F.start_vector(built.model, prep.layout, live.compiled, arr, prep.heuristic)
+        x0 = None
+        if prep.heuristic is not None:
+            x0 = F.start_vector(built.model, prep.layout, live.compiled, arr, prep.heuristic)
         first = eps.solve("makespan", eps.mk_hi, eps.en_hi, x0)
         if first is None:
             return Outcome(
@@ -174,14 +176,14 @@ class Pareto(RunMethodBase):
         if p is not None:
             points.append(p)
         step = 1.0
-        if p is not None and not arr.integer_durations:
+        if p is not None and not arr.integer_times:
             step = max((p[0] - c_star) / (params.pareto_points - 1), 1e-6 * max(c_star, 1e-9))
         while p is not None and len(points) < params.pareto_points and not eps.timed_out:
             c_last = points[-1][0]
             if c_last <= c_star * (1 + 1e-9) + 1e-9:
                 break
             mk_ub = max(c_last - step, c_star)
-            if arr.integer_durations:
+            if arr.integer_times:
                 mk_ub = c_last - 1 + 1e-6
             p = eps.point(mk_ub)
             if p is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -26,7 +27,7 @@ from ...options import SolveOptions
 from ...status import Status
 from . import formulations as F
 from .data import MulticoreArrays, MulticoreInstance
-from .heuristics import Schedule, best_list_schedule, left_shift
+from .heuristics import Schedule, best_list_schedule, best_weighted_schedule, left_shift
 
 if TYPE_CHECKING:
     from ...highs import CompiledModel
@@ -65,18 +66,36 @@ class MulticoreParams(Params):
 class Goal:
     """What an objective asks of the model."""
 
-    minimise: Literal["makespan", "energy"]
-    """The variable ``m.obj`` minimises."""
+    minimise: Literal["makespan", "energy", "weighted_completion"]
+    """The variable (or sum) ``m.obj`` minimises."""
     list_horizon: bool
     """Without an energy budget, no optimal schedule is longer than the list schedule."""
     whole_makespan: bool
     """With whole-number durations the optimum is a whole number of seconds."""
+    whole_weighted: bool = False
+    """With whole-number times and weights the optimum is a whole number."""
+    assignment_exact: bool = True
+    """Without precedences, releases and windows the assignment model is exact."""
+    user_units: bool = False
+    """Times in seconds (``t_ref = 1``), so the objective is in user units; the energy
+    stays divided by ``p_ref`` (it is not in the objective)."""
+    heuristic: Callable[[MulticoreArrays], Schedule | None] = best_list_schedule
+    """The list schedule that sets the scales, the horizon and the warm start."""
 
 
 GOALS: dict[str, Goal] = {
     "makespan": Goal("makespan", list_horizon=True, whole_makespan=True),
     "energy": Goal("energy", list_horizon=False, whole_makespan=False),
     "pareto": Goal("makespan", list_horizon=False, whole_makespan=False),
+    "weighted_completion": Goal(
+        "weighted_completion",
+        list_horizon=False,
+        whole_makespan=False,
+        whole_weighted=True,
+        assignment_exact=False,
+        user_units=True,
+        heuristic=best_weighted_schedule,
+    ),
 }
 """Objective -> what its model minimises and which shortcuts are exact for it."""
 
@@ -85,33 +104,44 @@ def make_plan(
     arr: MulticoreArrays,
     objective: str,
     formulation: str,
-    heuristic: Schedule,
+    heuristic: Schedule | None,
     symmetry: bool = True,
 ) -> F.Plan:
     """Resolve the formulation and choose the scales and the horizon.
 
     The horizon (big-M of the disjunctive model, length of the time-indexed one) is the
     list-scheduling makespan when minimising the makespan without an energy budget (an
-    optimal schedule is never longer), otherwise the serial bound (sum of each task's
-    longest duration: no semi-active schedule is longer); a deadline caps both.
+    optimal schedule is never longer), otherwise the serial bound (the latest release or
+    window start plus the sum of each task's longest duration: no semi-active schedule
+    is longer); a deadline caps both. Without a list schedule (windows it could not
+    fill) the serial bound serves for both.
     """
     if formulation not in F.FORMULATIONS:
         raise UsageError(
             f"formulation must be one of {', '.join(F.FORMULATIONS)}, got {formulation!r}"
         )
     goal = GOALS[objective]
-    t_ref = heuristic.makespan if heuristic.makespan > 0 else 1.0
+    serial = arr.serial_bound()
+    if heuristic is None:
+        horizon = serial
+        t_ref = serial if serial > 0 else 1.0
+    else:
+        t_ref = heuristic.makespan if heuristic.makespan > 0 else 1.0
+        if goal.list_horizon and arr.budget is None:
+            horizon = heuristic.makespan
+        else:
+            horizon = max(serial, heuristic.makespan)
     p_ref = float(max(arr.active.max(), arr.idle.max()))
     p_ref = p_ref if p_ref > 0 else 1.0
-    if goal.list_horizon and arr.budget is None:
-        horizon = heuristic.makespan
-    else:
-        horizon = max(arr.serial_bound(), heuristic.makespan)
+    if goal.user_units:
+        t_ref = 1.0
+    e_ref = p_ref * t_ref
     if arr.deadline is not None:
         horizon = min(horizon, arr.deadline)
-    integer = arr.integer_durations
+    integer = arr.integer_times
+    assignment_ok = goal.assignment_exact and not arr.sequencing
     if formulation == "auto":
-        if not arr.has_dag:
+        if assignment_ok:
             formulation = "assignment"
         elif (
             integer
@@ -121,20 +151,33 @@ def make_plan(
             formulation = "time_indexed"
         else:
             formulation = "disjunctive"
-    if formulation == "assignment" and arr.has_dag:
-        raise UsageError(
-            "formulation 'assignment' is for independent tasks; this instance has predecessors"
-        )
-    if formulation == "time_indexed" and not integer:
+    if formulation == "assignment" and not assignment_ok:
+        raise UsageError(_no_assignment(arr, objective))
+    if formulation == "time_indexed" and not arr.integer_durations:
         raise UsageError("formulation 'time_indexed' needs whole-number durations")
+    if formulation == "time_indexed" and not integer:
+        raise UsageError("formulation 'time_indexed' needs whole-number releases and window bounds")
     return F.Plan(
         formulation=formulation,
         objective=goal.minimise,
         t_ref=float(t_ref),
-        e_ref=float(p_ref * t_ref),
+        e_ref=float(e_ref),
         horizon=float(horizon),
         symmetry=symmetry,
         integer_makespan=integer and goal.whole_makespan,
+        integer_objective=integer and goal.whole_weighted and arr.integer_weights,
+    )
+
+
+def _no_assignment(arr: MulticoreArrays, objective: str) -> str:
+    """Why the assignment model does not fit (a usage error message)."""
+    if arr.has_dag:
+        return "formulation 'assignment' is for independent tasks; this instance has predecessors"
+    if not GOALS[objective].assignment_exact:
+        return f"formulation 'assignment' cannot order tasks, which objective {objective} needs"
+    return (
+        "formulation 'assignment' is for tasks free to start at 0; this instance has "
+        "release times or availability windows"
     )
 
 
@@ -145,8 +188,9 @@ class Prepared:
 
     arrays: MulticoreArrays
     """Of the instance under the parameters' ``deadline_s`` / ``energy_budget_j``."""
-    heuristic: Schedule
-    """The best list schedule: ``t_ref``, the horizon, the warm start, an incumbent."""
+    heuristic: Schedule | None
+    """The best list schedule: ``t_ref``, the horizon, the warm start, an incumbent
+    (``None``: the greedy schedules found no room in the cores' windows)."""
     layout: F.Layout
 
     @property
@@ -158,7 +202,7 @@ def prepare(instance: MulticoreInstance, params: MulticoreParams, objective: str
     """List-schedule, plan and build the model (the instance carries the parameters'
     limits already: :meth:`MulticoreKind.instance_for`)."""
     arr = instance.arrays
-    heuristic = best_list_schedule(arr)
+    heuristic = GOALS[objective].heuristic(arr)
     plan = make_plan(arr, objective, params.formulation, heuristic, params.symmetry)
     built = F.build(arr, plan)
     return Built(built.model, Prepared(arr, heuristic, built.layout))
@@ -166,7 +210,8 @@ def prepare(instance: MulticoreInstance, params: MulticoreParams, objective: str
 
 def whole_second_gap(options: SolveOptions, t_ref: float) -> SolveOptions:
     """With whole-number durations a makespan gap below one second proves optimality
-    (unless the user set ``mip_abs_gap``)."""
+    (unless the user set ``mip_abs_gap``); likewise a weighted completion gap below one
+    with whole-number times and weights."""
     if "mip_abs_gap" not in options.highs_options:
         gap = (1.0 - 1e-3) / t_ref
         return options.replace(highs_options={**options.highs_options, "mip_abs_gap": gap})
@@ -176,12 +221,14 @@ def whole_second_gap(options: SolveOptions, t_ref: float) -> SolveOptions:
 def plan_info(prep: Prepared) -> dict[str, Any]:
     """The details every ``multicore`` result reports (known before solving)."""
     plan = prep.plan
-    return {
-        "formulation": plan.formulation,
-        "horizon_s": plan.horizon,
-        "heuristic_makespan_s": prep.heuristic.makespan,
-        "symmetry_classes": len(prep.arrays.identical_core_classes()) if plan.symmetry else 0,
-    }
+    info: dict[str, Any] = {"formulation": plan.formulation, "horizon_s": plan.horizon}
+    if prep.heuristic is not None:
+        info["heuristic_makespan_s"] = prep.heuristic.makespan
+        if plan.weighted:
+            h = prep.arrays.weighted_completion(prep.heuristic.end)
+            info["heuristic_weighted_completion"] = h
+    info["symmetry_classes"] = len(prep.arrays.identical_core_classes()) if plan.symmetry else 0
+    return info
 
 
 # ------------------------------------------------------------------------------- extraction
@@ -211,19 +258,23 @@ def schedule_from_solution(built: Built, solution: SolveView) -> Schedule:
     return left_shift(arr, core, np.round(key, 6))
 
 
-def tables_of(arr: MulticoreArrays, sched: Schedule) -> dict[str, pd.DataFrame]:
-    """``schedule`` (one row per task) and ``cores`` (one row per core) tables."""
+def tables_of(arr: MulticoreArrays, sched: Schedule, jobs: bool = False) -> dict[str, pd.DataFrame]:
+    """``schedule`` (one row per task; with a ``job`` column when the instance names
+    jobs), ``cores`` (one row per core) and, with ``jobs``, ``jobs`` (one row per job)."""
     n = arr.num_tasks
     order = np.lexsort((sched.core, sched.start))
-    schedule = pd.DataFrame(
+    columns: dict[str, Any] = {"task": [arr.task_ids[i] for i in order]}
+    if arr.has_jobs:
+        columns["job"] = [arr.job_ids[arr.job[i]] for i in order]
+    columns.update(
         {
-            "task": [arr.task_ids[i] for i in order],
             "core": [arr.core_ids[sched.core[i]] for i in order],
             "core_type": [arr.core_types[sched.core[i]] for i in order],
             "start_s": sched.start[order],
             "end_s": sched.end[order],
         }
     )
+    schedule = pd.DataFrame(columns)
     p = arr.dur[np.arange(n), sched.core]
     busy = np.bincount(sched.core, weights=p, minlength=arr.num_cores)
     mk = sched.makespan
@@ -236,7 +287,27 @@ def tables_of(arr: MulticoreArrays, sched: Schedule) -> dict[str, pd.DataFrame]:
             "energy_j": arr.active * busy + arr.idle * (mk - busy),
         }
     )
-    return {"schedule": schedule, "cores": cores}
+    out = {"schedule": schedule, "cores": cores}
+    if jobs or arr.has_jobs:
+        out["jobs"] = jobs_table(arr, sched)
+    return out
+
+
+def jobs_table(arr: MulticoreArrays, sched: Schedule) -> pd.DataFrame:
+    """``jobs(job, weight, arrival_s, completion_s, jct_s, weighted_completion_s)``."""
+    done = arr.completion(sched.end)
+    arrival = np.full(arr.num_jobs, np.inf)
+    np.minimum.at(arrival, arr.job, arr.release)
+    return pd.DataFrame(
+        {
+            "job": arr.job_ids,
+            "weight": arr.weight,
+            "arrival_s": arrival,
+            "completion_s": done,
+            "jct_s": done - arrival,
+            "weighted_completion_s": arr.weight * done,
+        }
+    )
 
 
 def scaled_bound(plan: F.Plan, bound: float | None) -> float | None:
@@ -245,7 +316,7 @@ def scaled_bound(plan: F.Plan, bound: float | None) -> float | None:
     if bound is None or not math.isfinite(bound):
         return None
     b = bound * plan.scale
-    if plan.integer_makespan:
+    if plan.whole_objective:
         b = math.ceil(b - _INT_TOL)
     return float(b)
 
@@ -259,7 +330,19 @@ def _gap(value: float, bound: float | None) -> float | None:
 def _measures(arr: MulticoreArrays, sched: Schedule) -> dict[str, float]:
     """Objective name -> value of a schedule."""
     mk = sched.makespan
-    return {"makespan": mk, "energy": arr.energy(sched.core, mk)}
+    return {
+        "makespan": mk,
+        "energy": arr.energy(sched.core, mk),
+        "weighted_completion": arr.weighted_completion(sched.end),
+    }
+
+
+def _details(measures: dict[str, float], objective: str) -> dict[str, Any]:
+    """The schedule's makespan and energy (and weighted completion when minimised)."""
+    out: dict[str, Any] = {"makespan_s": measures["makespan"], "energy_j": measures["energy"]}
+    if objective == "weighted_completion":
+        out["weighted_completion_s"] = measures["weighted_completion"]
+    return out
 
 
 # ------------------------------------------------------------------------------- methods
@@ -286,9 +369,9 @@ class Scheduled(BuildMethodBase):
         built: Built,
         compiled: CompiledModel,
     ) -> np.ndarray | None:
-        if not params.warm_start:
-            return None
         prep: Prepared = built.layout
+        if not params.warm_start or prep.heuristic is None:
+            return None
         return F.start_vector(built.model, prep.layout, compiled, prep.arrays, prep.heuristic)
 
     def options(
@@ -299,7 +382,7 @@ class Scheduled(BuildMethodBase):
         options: SolveOptions,
     ) -> SolveOptions:
         plan = built.layout.plan
-        return whole_second_gap(options, plan.t_ref) if plan.integer_makespan else options
+        return whole_second_gap(options, plan.t_ref) if plan.whole_objective else options
 
     def unscale_bound(self, built: Built, bound: float) -> float:
         # HiGHS reports a finite bound or none when it stops without a solution
@@ -324,15 +407,17 @@ class Scheduled(BuildMethodBase):
         status = None
         if solution.status == Status.FEASIBLE and bound is not None and value <= bound + _INT_TOL:
             status = Status.OPTIMAL  # e.g. a whole-number makespan equal to its rounded bound
-        details = {"makespan_s": measures["makespan"], "energy_j": measures["energy"]}
-        tables = tables_of(arr, sched)
+        details = _details(measures, self.objective)
+        tables = tables_of(arr, sched, jobs=self.objective == "weighted_completion")
         if bound is None:  # no usable bound: keep HiGHS's
             return Outcome(value, tables, details, status)
         return Outcome(value, tables, details, status, bound=bound, gap=_gap(value, bound))
 
 
-def heuristic_ok(arr: MulticoreArrays, sched: Schedule) -> bool:
-    """Does a schedule meet the deadline and the energy budget?"""
+def heuristic_ok(arr: MulticoreArrays, sched: Schedule | None) -> bool:
+    """Is there a schedule, and does it meet the deadline and the energy budget?"""
+    if sched is None:
+        return False
     mk = sched.makespan
     if arr.deadline is not None and mk > arr.deadline * (1 + 1e-9):
         return False
@@ -367,7 +452,7 @@ class Relaxation(RunMethodBase):
             return self._outcome(arr, heuristic, prep, lp)
 
     def _outcome(
-        self, arr: MulticoreArrays, heuristic: Schedule, prep: Prepared, lp: SolveView
+        self, arr: MulticoreArrays, heuristic: Schedule | None, prep: Prepared, lp: SolveView
     ) -> Outcome:
         info = plan_info(prep)
         info["relaxation"] = True
@@ -381,25 +466,29 @@ class Relaxation(RunMethodBase):
                 bound=bound,
                 gap=None,
             )
-        if not heuristic_ok(arr, heuristic):
+        if heuristic is None or not heuristic_ok(arr, heuristic):
+            why = (
+                "no list schedule fits the cores' windows"
+                if heuristic is None
+                else "the list schedule breaks a deadline or budget"
+            )
             return Outcome(
                 None,
                 details=info,
                 status=Status.NO_SOLUTION,
-                termination="LP relaxation bound only "
-                "(the list schedule breaks a deadline or budget)",
+                termination=f"LP relaxation bound only ({why})",
                 bound=bound,
                 gap=None,
             )
         measures = _measures(arr, heuristic)
         value = measures[self.objective]
-        info.update({"makespan_s": measures["makespan"], "energy_j": measures["energy"]})
+        info.update(_details(measures, self.objective))
         if bound is not None:
             bound = min(bound, value)
         proven = bound is not None and value <= bound + _INT_TOL * max(1.0, abs(value))
         return Outcome(
             value,
-            tables_of(arr, heuristic),
+            tables_of(arr, heuristic, jobs=self.objective == "weighted_completion"),
             info,
             Status.OPTIMAL if proven else Status.FEASIBLE,
             "list schedule with LP relaxation bound",

@@ -1,7 +1,8 @@
 """Independent verifier for ``multicore`` schedules.
 
-It reads only the instance and the result tables (``schedule`` and, for the Pareto
-front, ``pareto``), never the Pyomo model, and re-derives makespan and energy.
+It reads only the instance and the result tables (``schedule``; for the Pareto front
+``pareto``; ``jobs`` when present), never the Pyomo model, and re-derives makespan,
+energy and the weighted completion time.
 """
 
 from __future__ import annotations
@@ -27,11 +28,42 @@ def check_schedule(
     arr: MulticoreArrays, schedule: pd.DataFrame
 ) -> tuple[list[str], float | None, float | None]:
     """Feasibility problems, makespan and energy of one schedule table."""
+    problems, ends = _check(arr, schedule)
+    if ends is None:
+        return problems, None, None
+    more, makespan, energy = _limits(arr, *ends)
+    return problems + more, makespan, energy
+
+
+def _limits(
+    arr: MulticoreArrays, core: np.ndarray, end: np.ndarray
+) -> tuple[list[str], float, float]:
+    """Deadline and budget problems, makespan and energy of a schedule."""
+    problems: list[str] = []
+    makespan = float(np.max(end))
+    energy = arr.energy(core, makespan)
+    if arr.deadline is not None and makespan > arr.deadline * (1 + REL_TOL) + ABS_TOL:
+        problems.append(f"makespan {makespan:.9g} s exceeds deadline_s {arr.deadline:g}")
+    if arr.budget is not None and energy > arr.budget * (1 + REL_TOL) + ABS_TOL:
+        problems.append(f"energy {energy:.9g} J exceeds energy_budget_j {arr.budget:g}")
+    return problems, makespan, energy
+
+
+def _late(t: float, limit: float) -> bool:
+    """``t`` is after ``limit`` beyond the tolerances."""
+    return t > limit + ABS_TOL + REL_TOL * abs(limit)
+
+
+def _check(
+    arr: MulticoreArrays, schedule: pd.DataFrame
+) -> tuple[list[str], tuple[np.ndarray, np.ndarray] | None]:
+    """Feasibility problems of one schedule table, and each task's core and end (``None``
+    when the table cannot be read as a schedule of the instance)."""
     problems: list[str] = []
     tpos = {t: i for i, t in enumerate(arr.task_ids)}
     cpos = {c: k for k, c in enumerate(arr.core_ids)}
     if schedule.empty:
-        return ["the schedule is empty"], None, None
+        return ["the schedule is empty"], None
     counts = schedule["task"].astype(str).value_counts()
     missing = [t for t in arr.task_ids if t not in counts.index]
     if missing:
@@ -61,7 +93,7 @@ def check_schedule(
             continue
         core[i], start[i], end[i] = cpos[c], s, e
     if problems:
-        return problems, None, None
+        return problems, None
     for i in range(n):
         c = core[i]
         if not arr.eligible[i, c]:
@@ -71,6 +103,19 @@ def check_schedule(
             continue
         if start[i] < -ABS_TOL:
             problems.append(f"task {arr.task_ids[i]} starts before 0 ({start[i]:.6g})")
+        if _late(arr.release[i], start[i]):
+            problems.append(
+                f"task {arr.task_ids[i]} starts at {start[i]:.9g}, before its release_s "
+                f"{arr.release[i]:.9g}"
+            )
+        w = arr.windows[c]
+        if w is not None:
+            inside = [not _late(a, start[i]) and not _late(end[i], b) for a, b in w.tolist()]
+            if not any(inside):
+                problems.append(
+                    f"task {arr.task_ids[i]} runs from {start[i]:.9g} to {end[i]:.9g} on "
+                    f"{arr.core_ids[c]}, outside every availability window of the core"
+                )
         if not _close(end[i] - start[i], arr.dur[i, c]):
             problems.append(
                 f"task {arr.task_ids[i]} lasts {end[i] - start[i]:.9g} s on "
@@ -82,6 +127,13 @@ def check_schedule(
                 f"task {arr.task_ids[j]} starts at {start[j]:.9g} before its predecessor "
                 f"{arr.task_ids[p]} ends at {end[p]:.9g}"
             )
+    for j in arr.limited_jobs:
+        cores = set(core[arr.job == j].tolist())
+        if len(cores) > arr.executors[j]:
+            problems.append(
+                f"job {arr.job_ids[j]} runs on {len(cores)} cores, more than its "
+                f"job_executors limit {arr.executors[j]}"
+            )
     for c in range(arr.num_cores):
         on = np.nonzero(core == c)[0]
         on = on[np.lexsort((end[on], start[on]))]
@@ -91,13 +143,39 @@ def check_schedule(
                     f"tasks {arr.task_ids[a]} and {arr.task_ids[b]} overlap on core "
                     f"{arr.core_ids[c]}"
                 )
-    makespan = float(np.max(end))
-    energy = arr.energy(core, makespan)
-    if arr.deadline is not None and makespan > arr.deadline * (1 + REL_TOL) + ABS_TOL:
-        problems.append(f"makespan {makespan:.9g} s exceeds deadline_s {arr.deadline:g}")
-    if arr.budget is not None and energy > arr.budget * (1 + REL_TOL) + ABS_TOL:
-        problems.append(f"energy {energy:.9g} J exceeds energy_budget_j {arr.budget:g}")
-    return problems, makespan, energy
+    return problems, (core, end)
+
+
+def check_jobs(
+    arr: MulticoreArrays, end: np.ndarray, jobs: pd.DataFrame | None
+) -> tuple[list[str], float]:
+    """Problems of the ``jobs`` table (when given) against the tasks' ends, and the
+    weighted completion time recomputed from those ends."""
+    done = arr.completion(end)
+    value = float(arr.weight @ done)
+    problems: list[str] = []
+    if jobs is None:
+        return problems, value
+    jpos = {j: k for k, j in enumerate(arr.job_ids)}
+    seen: set[str] = set()
+    for job, w, c in zip(
+        jobs["job"].astype(str), jobs["weight"], jobs["completion_s"], strict=True
+    ):
+        if job not in jpos:
+            problems.append(f"jobs table: unknown job {job!r}")
+            continue
+        seen.add(job)
+        k = jpos[job]
+        if not _close(float(w), float(arr.weight[k])):
+            problems.append(f"jobs table: job {job} weight {w}, the instance says {arr.weight[k]}")
+        if not _close(float(c), float(done[k])):
+            problems.append(
+                f"jobs table: job {job} completes at {c}, its last task ends at {done[k]:.9g}"
+            )
+    missing = [j for j in arr.job_ids if j not in seen]
+    if missing:
+        problems.append(f"jobs table: {len(missing)} job(s) missing, e.g. {missing[:3]}")
+    return problems, value
 
 
 def verify(
@@ -117,13 +195,27 @@ def verify(
         "deadline",
         "energy_budget",
     ]
+    if arr.has_releases:
+        checks.append("releases")
+    if arr.has_windows:
+        checks.append("windows")
+    if arr.has_executor_limits:
+        checks.append("executors")
     if "schedule" not in tables:
         return Verification(False, None, ("no schedule table",), tuple(checks))
     schedule = tables["schedule"]
     if objective == "pareto":
         return _verify_pareto(arr, schedule, tables.get("pareto"), checks)
-    problems, makespan, energy = check_schedule(arr, schedule)
-    value = makespan if objective == "makespan" else energy
+    problems, ends = _check(arr, schedule)
+    value: float | None = None
+    if ends is not None:
+        more, makespan, energy = _limits(arr, *ends)
+        job_problems, weighted = check_jobs(arr, ends[1], tables.get("jobs"))
+        problems += more + job_problems
+        measures = {"makespan": makespan, "energy": energy, "weighted_completion": weighted}
+        value = measures[objective]
+        if "jobs" in tables:
+            checks.append("jobs")
     if value is not None:
         checks.append("objective")
         if objective_value is None or not _close(value, objective_value):
