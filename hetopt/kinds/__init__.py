@@ -86,6 +86,9 @@ REGISTRY: dict[str, KindEntry] = {
         "hetopt.kinds.client_selection",
         generate="hetopt.kinds.client_selection.cli:generate_cmd",
     ),
+    "agent_sessions": KindEntry(
+        "hetopt.kinds.agent_sessions", generate="hetopt.kinds.agent_sessions.cli:generate_cmd"
+    ),
 }
 
 _CACHE: dict[str, Kind] = {}
