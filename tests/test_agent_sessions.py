@@ -152,11 +152,13 @@ def test_decomposition_bound_is_valid(objective: str) -> None:
 
 
 def test_auto_method_by_size() -> None:
-    small = AgentSessionsInstance.from_dict(random_instance(1, sessions=3, pauses=2, gpus=2))
-    big = AgentSessionsInstance.from_dict(random_instance(1, sessions=40, pauses=5, gpus=4))
+    one = AgentSessionsInstance.from_dict(random_instance(1, sessions=3, pauses=2, gpus=1))
+    two = AgentSessionsInstance.from_dict(random_instance(1, sessions=3, pauses=2, gpus=2))
     params = KIND.parse_params({})
-    assert KIND.method_for("min_recompute_s", small, params) is KIND.methods["min_recompute_s"]
-    assert type(KIND.method_for("min_recompute_s", big, params)).__name__ == "Decomposed"
+    assert KIND.method_for("min_recompute_s", one, params) is KIND.methods["min_recompute_s"]
+    assert type(KIND.method_for("min_recompute_s", two, params)).__name__ == "Decomposed"
+    forced = KIND.parse_params({"method": "milp"})
+    assert KIND.method_for("min_max_load", two, forced) is KIND.methods["min_max_load"]
 
 
 # --- closed forms and shipped instances --------------------------------------------------
@@ -330,12 +332,11 @@ def test_time_limit_is_an_honest_status(method: str) -> None:
 
 
 def test_greedy_start_is_an_upper_bound() -> None:
-    r = hetopt.solve(DIR / "generated_6x2_2gpus.json", options=SolveOptions(threads=1))
-    assert r.objective_value <= r.info["greedy_objective"] + TOL
-    off = KIND.solve(
-        hetopt.read_instance(DIR / "generated_6x2_2gpus.json"),
-        "min_recompute_s",
-        greedy_start=False,
-    )
+    inst = hetopt.read_instance(DIR / "generated_6x2_2gpus.json")
+    for method in ("milp", "decompose"):
+        r = KIND.solve(inst, "min_recompute_s", SolveOptions(threads=1), method=method)
+        assert r.status == Status.OPTIMAL  # decompose polishes with the full MILP here
+        assert r.objective_value <= r.info["greedy_objective"] + TOL
+    off = KIND.solve(inst, "min_recompute_s", method="milp", greedy_start=False)
     assert off.objective_value == pytest.approx(r.objective_value, abs=TOL)
     assert "greedy_objective" not in off.info

@@ -23,7 +23,7 @@ from .data import ActiveKv, AgentArrays, AgentSessionsInstance, Gpu, Pause, Sess
 from .decompose import Decomposed, gpu_instance, pooled_instance
 from .heuristics import greedy_plan
 from .methods import KeepEvict
-from .params import AUTO_MILP_KEEPS, AgentSessionsParams
+from .params import AgentSessionsParams
 from .plan import Plan, plan_tables
 from .replan import Replan, replan, replan_instance
 
@@ -122,8 +122,11 @@ DETAILS = (
     Detail("max_slowdown", "float", "agent_fair_share: the model's level, max recompute / ideal"),
     Detail("greedy_objective", "float", "the objective of the greedy plan HiGHS starts from"),
     Detail(
-        "pooled_bound", "float", "decompose: the bound from the pooled instance (objective unit)"
+        "pooled_bound",
+        "float",
+        "decompose: the bound from the pooled instance's LP relaxation (objective unit)",
     ),
+    Detail("polished", "bool", "decompose: the full MILP was run from the decomposition's plan"),
     Detail("gpu_subproblems", "int", "decompose: GPUs with sessions, each solved alone"),
     Detail("gpu_subproblems_optimal", "int", "decompose: GPU sub-problems solved to optimality"),
 )
@@ -172,12 +175,12 @@ class AgentSessionsKind(Kind):
     def method_for(
         self, objective: str, instance: AgentSessionsInstance, params: AgentSessionsParams
     ) -> Method:
-        """``params.method`` picks the MILP or the decomposition (``auto``: by size)."""
+        """``params.method`` picks the MILP or the decomposition (``auto``: the MILP for
+        one GPU, where it is near-integral; the decomposition for several, where the
+        MILP's LP pools the GPUs' memory and its bound barely moves)."""
         choice = params.method
         if choice == "auto":
-            arr = instance.arrays
-            small = arr.num_gpus == 1 or arr.num_pauses * arr.num_gpus <= AUTO_MILP_KEEPS
-            choice = "milp" if small else "decompose"
+            choice = "milp" if instance.arrays.num_gpus == 1 else "decompose"
         try:
             return METHODS[(objective, choice)]
         except KeyError:

@@ -8,20 +8,15 @@ from pydantic import Field
 
 from ...contract import Params
 
-AUTO_MILP_KEEPS = 600
-"""``method=auto`` solves the full MILP up to this many (pause, GPU) pairs (measured: 40
-sessions x 5 pauses on 4 GPUs, 800 pairs, leaves a 46 % gap after 60 s where the
-decomposition finds a better plan in 6 s)."""
-
 
 class AgentSessionsParams(Params):
     """Switches of the keep/evict MILP (``-p KEY=VALUE`` or Python keywords)."""
 
     method: Literal["auto", "milp", "decompose"] = Field(
         "auto",
-        description="'milp' (one exact MILP), 'decompose' (pooled bound, greedy affinity, "
-        "one exact solve per GPU: feasible with a proven gap; for many GPUs) or 'auto' "
-        f"(milp for one GPU or at most {AUTO_MILP_KEEPS} (pause, GPU) pairs, else decompose)",
+        description="'milp' (one exact MILP), 'decompose' (pooled LP bound, greedy affinity, "
+        "one exact solve per GPU, then the full MILP from that plan when it is small: a "
+        "verified plan with a proven gap) or 'auto' (milp for one GPU, else decompose)",
     )
     capacity_rows: Literal["sweep", "clique"] = Field(
         "sweep",
