@@ -8,7 +8,8 @@ known answer:
   (offline caching, computed here independently of the kind), and HiGHS proves it;
 * ``milp``/``decompose``: a verified plan no worse than the greedy plan the solve starts
   from, with a valid bound (``bound <= objective``) and the proven gap recorded in the
-  benchmark JSON (``gap``, ``bound``, ``greedy_objective``).
+  benchmark JSON (``gap``, ``bound``, ``greedy_objective``); at 10 x 4 x 2 both methods
+  prove the same optimum (asserted).
 
 The issue's size, 500 sessions x 20 pauses on 16 GPUs, runs the decomposition with a
 300 s limit (slow-marked).
@@ -26,7 +27,10 @@ from hetopt.kinds.agent_sessions.generate import generate
 SIZES = [
     # name, sessions, gpus, pauses, method, equal context, time limit (s), slow
     ("one-gpu-equal/200x10", 200, 1, 10, "milp", 2048, 120.0, False),
-    ("milp/20x5x2", 20, 2, 5, "milp", None, 60.0, False),
+    ("milp/10x4x2", 10, 2, 4, "milp", None, 60.0, False),
+    ("decompose/10x4x2", 10, 2, 4, "decompose", None, 60.0, False),
+    ("milp/20x5x2", 20, 2, 5, "milp", None, 60.0, True),
+    ("decompose/20x5x2", 20, 2, 5, "decompose", None, 60.0, True),
     ("decompose/100x10x4", 100, 4, 10, "decompose", None, 60.0, True),
     ("decompose/500x20x16", 500, 16, 20, "decompose", None, 300.0, True),
 ]
@@ -44,6 +48,9 @@ SPECS = [
     )
     for name, n, g, p, method, eq, limit, slow in SIZES
 ]
+KNOWN_10x4x2 = 2.172375
+"""Optimum of ``generate(10, 2, 4, seed=1)``, proven by both methods (the MILP, and the
+decomposition through its polish), which so check each other."""
 _METHOD = {f"agent_sessions/min_recompute_s/{s[0]}": (s[4], s[6]) for s in SIZES}
 
 
@@ -91,4 +98,7 @@ def bench_agent_sessions(benchmark, spec: BenchSpec) -> None:
             extra["greedy_objective"] = greedy
         if result.bound is not None:
             assert result.bound <= result.objective_value + 1e-6
+    if spec.name.endswith("/10x4x2"):
+        assert result.status == Status.OPTIMAL
+        assert result.objective_value == pytest.approx(KNOWN_10x4x2, abs=1e-6)
     record(benchmark, result, **extra)
