@@ -29,6 +29,7 @@ when they meet.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,7 +38,7 @@ import pyomo.environ as pyo
 from ...contract import Built, Outcome, RunMethodBase
 from ...status import Status
 from . import formulations as F
-from .data import AgentSessionsInstance
+from .data import AgentArrays, AgentSessionsInstance
 from .heuristics import earliest_end_keeps, greedy_affinity
 from .methods import KeepEvict, plan_details, read_plan, start_vector
 from .params import AgentSessionsParams
@@ -63,6 +64,16 @@ SUB_OBJECTIVE = {
     "agent_fair_share": "agent_fair_share",
 }
 """Objective -> what each GPU's sub-instance is solved for (and the pooled bound)."""
+
+
+BOUND_FROM_POOLED: dict[str, Callable[[AgentArrays, float], float]] = {
+    "min_recompute_s": lambda arr, recompute: recompute,
+    "min_max_load": lambda arr, recompute: max(
+        float(arr.work.max()), (float(arr.work.sum()) + recompute) / arr.num_gpus
+    ),
+    "agent_fair_share": lambda arr, slowdown: 1.0 / (1.0 + slowdown),
+}
+"""Objective -> its bound from the pooled LP optimum (recompute, or largest slowdown)."""
 
 
 def pooled_instance(instance: AgentSessionsInstance) -> AgentSessionsInstance:
@@ -208,13 +219,7 @@ class Decomposed(RunMethodBase):
         view = live.solve(_budget(session, BOUND_SHARE), stage="pooled_bound")
         if view.status != Status.OPTIMAL or view.objective is None:
             return None
-        level = float(view.objective)
-        if method.fair_share:
-            return 1.0 / (1.0 + max(0.0, level))
-        recompute = max(0.0, level)
-        if self.objective == "min_max_load":
-            return max(float(arr.work.max()), (float(arr.work.sum()) + recompute) / arr.num_gpus)
-        return recompute
+        return BOUND_FROM_POOLED[self.objective](arr, max(0.0, float(view.objective)))
 
     def _polishes(self, instance: AgentSessionsInstance, params: AgentSessionsParams) -> bool:
         arr = instance.arrays
