@@ -27,6 +27,7 @@ import hetopt
 from hetopt import SolveOptions, Status
 from hetopt.highs import HighsModel, compile_model
 from hetopt.kinds.agent_sessions import KIND, AgentSessionsInstance
+from hetopt.kinds.agent_sessions.generate import generate
 
 ROOT = Path(__file__).resolve().parents[1]
 DIR = ROOT / "instances" / "agent_sessions"
@@ -318,7 +319,7 @@ def test_verifier_checks_pins_and_active_batch() -> None:
 # --- honest statuses ---------------------------------------------------------------------------
 @pytest.mark.parametrize("method", ["milp", "decompose"])
 def test_time_limit_is_an_honest_status(method: str) -> None:
-    inst = hetopt.read_instance(DIR / "generated_40x5_4gpus.json")
+    inst = generate(40, 4, 5, seed=1)
     r = KIND.solve(
         inst, "min_recompute_s", SolveOptions(threads=1, time_limit_s=1.0), method=method
     )
