@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 INSTANCES = ROOT / "instances"
 KINDS = hetopt.kind_names()
 # Entity lists whose ids must all appear in the result tables.
-ENTITY_LISTS = ("jobs", "tasks", "clients", "programs", "buckets", "nodes", "layers")
+ENTITY_LISTS = ("jobs", "tasks", "clients", "programs", "buckets", "nodes", "layers", "sessions")
 MAX_ENTITIES = 300
 FUZZ_SEED = 20261130
 # Text placeholder replaced by a literal that json.dumps cannot write (1e400 overflows).

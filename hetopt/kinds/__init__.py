@@ -96,6 +96,9 @@ REGISTRY: dict[str, KindEntry] = {
         generate="hetopt.kinds.pipeline_partition.cli:generate_cmd",
         convert={"helix": "hetopt.kinds.pipeline_partition.cli:convert_helix_cmd"},
     ),
+    "agent_sessions": KindEntry(
+        "hetopt.kinds.agent_sessions", generate="hetopt.kinds.agent_sessions.cli:generate_cmd"
+    ),
 }
 
 _CACHE: dict[str, Kind] = {}

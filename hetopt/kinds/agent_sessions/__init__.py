@@ -1,0 +1,193 @@
+"""The ``agent_sessions`` kind: keep or evict an AI agent's KV cache across tool pauses.
+
+Agents chain LLM calls with tool calls in between; during a tool pause the session's
+context is either kept on its GPU (holding ``context_tokens`` of KV memory) or evicted
+and re-prefilled when the session resumes. The kind plans, offline and exactly, which
+GPU each session has affinity to and which pauses keep their context, with the KV
+capacity of every GPU respected at every instant (the event points where a kept set
+changes, not a time grid). Objectives: total re-prefill seconds (``min_recompute_s``, the
+offline optimum SAGA compares its retention policy with), the busiest GPU's work
+(``min_max_load``) and the Agent Fair Share (``agent_fair_share``, the smallest ideal over
+achieved completion). :func:`replan` re-solves as pauses end. See
+``models/agent_sessions.md``.
+"""
+
+from __future__ import annotations
+
+from ...contract import Column, Detail, Method, Table
+from ...errors import UsageError
+from ...result import Result, Verification
+from ..base import Kind, Objective
+from . import verify as V
+from .data import ActiveKv, AgentArrays, AgentSessionsInstance, Gpu, Pause, Session
+from .decompose import Decomposed, gpu_instance, pooled_instance
+from .heuristics import greedy_plan
+from .methods import KeepEvict
+from .params import AgentSessionsParams
+from .plan import Plan, plan_tables
+from .replan import Replan, replan, replan_instance
+
+__all__ = [
+    "KIND",
+    "ActiveKv",
+    "AgentArrays",
+    "AgentSessionsInstance",
+    "AgentSessionsKind",
+    "AgentSessionsParams",
+    "Gpu",
+    "Pause",
+    "Plan",
+    "Replan",
+    "Session",
+    "gpu_instance",
+    "greedy_plan",
+    "plan_tables",
+    "pooled_instance",
+    "replan",
+    "replan_instance",
+]
+
+TABLES = (
+    Table(
+        "affinity",
+        "the GPU each session runs on (all its calls, all its kept contexts)",
+        (Column("session", "str", "session id"), Column("gpu", "str", "GPU id")),
+    ),
+    Table(
+        "retention",
+        "one row per pause of every session: kept on the GPU or evicted and re-prefilled",
+        (
+            Column("session", "str", "session id"),
+            Column("pause", "int", "position of the pause in the session's pauses (0-based)"),
+            Column("gpu", "str", "the session's GPU"),
+            Column("start_s", "float", "pause start", "s"),
+            Column("end_s", "float", "pause end", "s"),
+            Column("context_tokens", "int", "KV tokens of the context", "tokens"),
+            Column("kept", "bool", "the context stays on the GPU during the pause"),
+            Column(
+                "recompute_s",
+                "float",
+                "re-prefill seconds after the pause (0 if kept, else tokens / prefill speed)",
+                "s",
+            ),
+        ),
+    ),
+    Table(
+        "memory_timeline",
+        "per GPU, the segments between event points with the KV tokens held there",
+        (
+            Column("gpu", "str", "GPU id"),
+            Column("start_s", "float", "segment start", "s"),
+            Column("end_s", "float", "segment end", "s"),
+            Column("kept_tokens", "int", "tokens of the contexts kept in the segment", "tokens"),
+            Column("active_tokens", "int", "tokens of the GPU's running batch", "tokens"),
+            Column("capacity_tokens", "int", "the GPU's kv_capacity_tokens", "tokens"),
+        ),
+    ),
+    Table(
+        "gpu_load",
+        "per GPU, its sessions' own work plus the recompute it does",
+        (
+            Column("gpu", "str", "GPU id"),
+            Column("sessions", "int", "sessions with affinity to the GPU"),
+            Column("work_s", "float", "the sessions' own work (work_s)", "s"),
+            Column("recompute_s", "float", "re-prefill seconds of its evicted pauses", "s"),
+            Column("load_s", "float", "work_s + recompute_s", "s"),
+        ),
+    ),
+    Table(
+        "completion",
+        "per session, ideal and achieved completion and their ratio (the fair share)",
+        (
+            Column("session", "str", "session id"),
+            Column("gpu", "str", "the session's GPU"),
+            Column("ideal_s", "float", "work_s plus its pause seconds (nothing recomputed)", "s"),
+            Column("recompute_s", "float", "re-prefill seconds of its evicted pauses", "s"),
+            Column("achieved_s", "float", "ideal_s + recompute_s", "s"),
+            Column("fair_share", "float", "ideal_s / achieved_s (1 without pauses or work)"),
+        ),
+    ),
+)
+
+DETAILS = (
+    Detail("method", "str", "'milp' (one MILP) or 'decompose' (pooled bound + one solve per GPU)"),
+    Detail("capacity_rows", "str", "'sweep' or 'clique' memory rows (parameter)"),
+    Detail("num_pauses", "int", "pauses in the instance"),
+    Detail("num_keeps", "int", "(pause, GPU) keep decisions in the model"),
+    Detail("num_event_points", "int", "per-GPU event points of the memory sweep in the model"),
+    Detail("kept_pauses", "int", "pauses whose context is kept"),
+    Detail("total_recompute_s", "float", "re-prefill seconds of the plan", "s"),
+    Detail("max_load_s", "float", "largest per-GPU work of the plan", "s"),
+    Detail("min_fair_share", "float", "smallest ideal / achieved completion of the plan"),
+    Detail("max_slowdown", "float", "agent_fair_share: the model's level, max recompute / ideal"),
+    Detail("greedy_objective", "float", "the objective of the greedy plan HiGHS starts from"),
+    Detail(
+        "pooled_bound",
+        "float",
+        "decompose: the bound from the pooled instance's LP relaxation (objective unit)",
+    ),
+    Detail("polished", "bool", "decompose: the full MILP was run from the decomposition's plan"),
+    Detail("gpu_subproblems", "int", "decompose: GPUs with sessions, each solved alone"),
+    Detail("gpu_subproblems_optimal", "int", "decompose: GPU sub-problems solved to optimality"),
+)
+
+
+OBJECTIVE_NAMES = ("min_recompute_s", "min_max_load", "agent_fair_share")
+METHODS: dict[tuple[str, str], Method] = {
+    **{(name, "milp"): KeepEvict(name) for name in OBJECTIVE_NAMES},
+    **{(name, "decompose"): Decomposed(name) for name in OBJECTIVE_NAMES},
+}
+"""(objective, method) -> method."""
+
+
+class AgentSessionsKind(Kind):
+    name = "agent_sessions"
+    description = (
+        "agent sessions with tool pauses: GPU affinity and keep/evict of each pause's KV cache"
+    )
+    objectives = (
+        Objective(
+            "min_recompute_s",
+            "total re-prefill seconds of the contexts evicted during pauses",
+            "s",
+            "min",
+        ),
+        Objective(
+            "min_max_load",
+            "the largest per-GPU work: its sessions' work_s plus its recompute seconds",
+            "s",
+            "min",
+        ),
+        Objective(
+            "agent_fair_share",
+            "Agent Fair Share: the smallest ideal / achieved completion over sessions "
+            "(ideal = work_s + pause seconds, achieved = ideal + recompute)",
+            "",
+            "max",
+        ),
+    )
+    instance_model = AgentSessionsInstance
+    params_model = AgentSessionsParams
+    methods = {name: METHODS[(name, "milp")] for name in OBJECTIVE_NAMES}
+    tables = TABLES
+    details = DETAILS
+
+    def method_for(
+        self, objective: str, instance: AgentSessionsInstance, params: AgentSessionsParams
+    ) -> Method:
+        """``params.method`` picks the MILP or the decomposition (``auto``: the MILP for
+        one GPU, where it is near-integral; the decomposition for several, where the
+        MILP's LP pools the GPUs' memory and its bound barely moves)."""
+        choice = params.method
+        if choice == "auto":
+            choice = "milp" if instance.arrays.num_gpus == 1 else "decompose"
+        try:
+            return METHODS[(objective, choice)]
+        except KeyError:
+            raise UsageError(f"kind {self.name!r} has no method for {objective!r}") from None
+
+    def verify(self, instance: AgentSessionsInstance, result: Result) -> Verification:
+        return V.verify(instance, result.objective, result.objective_value, result.tables)
+
+
+KIND = AgentSessionsKind()

@@ -1,0 +1,244 @@
+"""Independent verifier for ``agent_sessions`` plans.
+
+Reads only the instance (its pydantic objects, never the numpy views or the Pyomo model)
+and the result tables, and re-derives:
+
+* ``affinity``: one row per session, a known GPU, the pin honoured, every context of the
+  session fits on that GPU;
+* ``retention``: every pause of every session exactly once, on its session's GPU, with
+  its times and size, ``recompute_s`` = 0 when kept, else ``context_tokens /
+  prefill_tokens_s``;
+* the **timeline replay**: per GPU, an event sweep over every kept pause and active-batch
+  entry (ends before starts at equal times, as the intervals are half-open) checks that
+  kept plus active tokens never exceed ``kv_capacity_tokens`` at any instant;
+* ``memory_timeline``: each GPU's segments are contiguous, every kept pause's start and
+  end is a segment boundary, and each segment's kept / active tokens and capacity equal
+  the replay's;
+* ``gpu_load`` and ``completion``: recomputed from the above;
+* the objective, recomputed for the objective solved.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from ...result import Verification
+from .data import AgentSessionsInstance
+
+TOL = 1e-6
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=TOL, abs_tol=TOL)
+
+
+class _Steps:
+    """The level of a set of half-open intervals ``[a, b)`` as a step function."""
+
+    def __init__(self, intervals: list[tuple[float, float, int]]):
+        events = sorted(
+            [(a, 1, n) for a, _, n in intervals] + [(b, 0, -n) for _, b, n in intervals]
+        )
+        self.times: list[float] = []
+        self.levels: list[int] = []
+        level = 0
+        for t, _, delta in events:  # at equal times ends (0) come before starts (1)
+            level += delta
+            if self.times and self.times[-1] == t:
+                self.levels[-1] = level
+            else:
+                self.times.append(t)
+                self.levels.append(level)
+
+    def at(self, t: float) -> int:
+        k = bisect.bisect_right(self.times, t) - 1
+        return self.levels[k] if k >= 0 else 0
+
+
+def verify(
+    instance: AgentSessionsInstance,
+    objective: str,
+    objective_value: float | None,
+    tables: Mapping[str, pd.DataFrame],
+) -> Verification:
+    problems: list[str] = []
+    checks = [
+        "affinity",
+        "retention",
+        "capacity_replay",
+        "memory_timeline",
+        "gpu_load",
+        "completion",
+        "objective",
+    ]
+    gpus = {g.id: g for g in instance.gpus}
+    sessions = {s.id: s for s in instance.sessions}
+
+    # --- affinity
+    gpu_of: dict[str, str] = {}
+    for r in tables["affinity"].to_dict("records"):
+        s, g = str(r["session"]), str(r["gpu"])
+        if s not in sessions:
+            problems.append(f"affinity names an unknown session {s!r}")
+        elif s in gpu_of:
+            problems.append(f"session {s} has two affinity rows")
+        elif g not in gpus:
+            problems.append(f"session {s} is on an unknown GPU {g!r}")
+        else:
+            gpu_of[s] = g
+    for se in sessions.values():
+        placed = gpu_of.get(se.id)
+        if placed is None:
+            problems.append(f"session {se.id} has no affinity")
+            continue
+        if se.gpu is not None and placed != se.gpu:
+            problems.append(f"session {se.id} is pinned to {se.gpu} but placed on {placed}")
+        need = max((p.context_tokens for p in se.pauses), default=0)
+        if need > gpus[placed].kv_capacity_tokens:
+            problems.append(f"session {se.id}: a {need}-token context does not fit on {placed}")
+
+    # --- retention
+    decision: dict[tuple[str, int], tuple[bool, float]] = {}
+    for r in tables["retention"].to_dict("records"):
+        s, j = str(r["session"]), int(r["pause"])
+        if s not in sessions or not 0 <= j < len(sessions[s].pauses):
+            problems.append(f"retention names an unknown pause {s}[{j}]")
+            continue
+        if (s, j) in decision:
+            problems.append(f"pause {s}[{j}] appears twice in retention")
+            continue
+        p = sessions[s].pauses[j]
+        if s in gpu_of and str(r.get("gpu", gpu_of[s])) != gpu_of[s]:
+            problems.append(f"pause {s}[{j}] is on {r['gpu']}, its session on {gpu_of[s]}")
+        for col, want in (("start_s", p.start_s), ("end_s", p.end_s)):
+            if col in r and not _close(float(r[col]), want):
+                problems.append(f"pause {s}[{j}]: {col} {r[col]} differs from the instance")
+        if "context_tokens" in r and int(r["context_tokens"]) != p.context_tokens:
+            problems.append(f"pause {s}[{j}]: context_tokens differs from the instance")
+        kept = bool(r["kept"])
+        decision[(s, j)] = (kept, float(r["recompute_s"]))
+    session_rec: dict[str, float] = defaultdict(float)
+    gpu_rec: dict[str, float] = defaultdict(float)
+    kept_on: dict[str, list[tuple[float, float, int]]] = defaultdict(list)
+    for se in sessions.values():
+        for j, p in enumerate(se.pauses):
+            if (se.id, j) not in decision:
+                problems.append(f"pause {se.id}[{j}] is missing from retention")
+                continue
+            if se.id not in gpu_of:
+                continue
+            g = gpu_of[se.id]
+            kept, rec = decision[(se.id, j)]
+            want = 0.0 if kept else p.context_tokens / gpus[g].prefill_tokens_s
+            if not _close(rec, want):
+                problems.append(f"pause {se.id}[{j}]: recompute_s {rec}, expected {want}")
+            session_rec[se.id] += want
+            gpu_rec[g] += want
+            if kept:
+                kept_on[g].append((p.start_s, p.end_s, p.context_tokens))
+
+    # --- replay the timeline
+    replays: dict[str, tuple[_Steps, _Steps]] = {}
+    for g, gpu in gpus.items():
+        kept_steps = _Steps(kept_on.get(g, []))
+        active_steps = _Steps([(a.start_s, a.end_s, a.tokens) for a in gpu.active_kv or []])
+        replays[g] = (kept_steps, active_steps)
+        for t in sorted(set(kept_steps.times) | set(active_steps.times)):
+            total = kept_steps.at(t) + active_steps.at(t)
+            if total > gpu.kv_capacity_tokens:
+                problems.append(
+                    f"GPU {g} holds {total} tokens at t={t:g} s (capacity {gpu.kv_capacity_tokens})"
+                )
+                break
+
+    # --- memory timeline
+    by_gpu: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in tables["memory_timeline"].to_dict("records"):
+        if str(r["gpu"]) not in gpus:
+            problems.append(f"memory_timeline names an unknown GPU {r['gpu']!r}")
+            continue
+        by_gpu[str(r["gpu"])].append(r)
+    for g, gpu in gpus.items():
+        rows = sorted(by_gpu.get(g, []), key=lambda r: float(r["start_s"]))
+        bounds: set[float] = set()
+        for a, b in itertools.pairwise(rows):
+            if not _close(float(a["end_s"]), float(b["start_s"])):
+                problems.append(f"memory_timeline of {g}: a gap or overlap at {a['end_s']}")
+                break
+        kept_steps, active_steps = replays[g]
+        for r in rows:
+            t0 = float(r["start_s"])
+            bounds.update((t0, float(r["end_s"])))
+            if int(r["kept_tokens"]) != kept_steps.at(t0):
+                problems.append(
+                    f"memory_timeline of {g} at {t0:g} s: kept_tokens {r['kept_tokens']}, "
+                    f"replay {kept_steps.at(t0)}"
+                )
+                break
+            if int(r["active_tokens"]) != active_steps.at(t0):
+                problems.append(f"memory_timeline of {g} at {t0:g} s: active_tokens differ")
+                break
+            if int(r["capacity_tokens"]) != gpu.kv_capacity_tokens:
+                problems.append(f"memory_timeline of {g}: capacity_tokens differ")
+                break
+        for t0, t1, _ in kept_on.get(g, []):
+            if t0 not in bounds or t1 not in bounds:
+                problems.append(f"memory_timeline of {g} does not show the kept pause [{t0}, {t1})")
+                break
+
+    # --- per-GPU load and per-session completion
+    work_on: dict[str, float] = defaultdict(float)
+    count_on: dict[str, int] = defaultdict(int)
+    for s, g in gpu_of.items():
+        work_on[g] += sessions[s].work_s
+        count_on[g] += 1
+    loads = {g: work_on[g] + gpu_rec[g] for g in gpus}
+    seen_load = set()
+    for r in tables["gpu_load"].to_dict("records"):
+        g = str(r["gpu"])
+        if g not in gpus:
+            problems.append(f"gpu_load names an unknown GPU {g!r}")
+            continue
+        seen_load.add(g)
+        if int(r["sessions"]) != count_on[g] or not _close(float(r["load_s"]), loads[g]):
+            problems.append(f"gpu_load of {g}: load_s {r['load_s']}, expected {loads[g]}")
+    if seen_load != set(gpus):
+        problems.append("gpu_load does not list every GPU")
+    shares: dict[str, float] = {}
+    for se in sessions.values():
+        ideal = se.work_s + sum(p.end_s - p.start_s for p in se.pauses)
+        achieved = ideal + session_rec[se.id]
+        shares[se.id] = ideal / achieved if achieved > 0 else 1.0
+    seen_share = set()
+    for r in tables["completion"].to_dict("records"):
+        s = str(r["session"])
+        if s not in shares:
+            problems.append(f"completion names an unknown session {s!r}")
+            continue
+        seen_share.add(s)
+        if not _close(float(r["fair_share"]), shares[s]):
+            problems.append(
+                f"completion of {s}: fair_share {r['fair_share']}, expected {shares[s]}"
+            )
+    if seen_share != set(sessions):
+        problems.append("completion does not list every session")
+
+    # --- objective
+    recompute = {
+        "min_recompute_s": lambda: sum(session_rec.values()),
+        "min_max_load": lambda: max(loads.values()),
+        "agent_fair_share": lambda: min(shares.values()),
+    }
+    value = recompute[objective]()
+    if objective_value is None or not _close(value, objective_value):
+        problems.append(f"objective recomputed as {value}, result says {objective_value}")
+    return Verification(
+        ok=not problems, objective_value=value, violations=tuple(problems), checks=tuple(checks)
+    )
