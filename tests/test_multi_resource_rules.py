@@ -77,11 +77,12 @@ def splits(g: int, caps: list[int]) -> list[tuple[int, ...]]:
     return [v for v in itertools.product(*(range(c + 1) for c in caps)) if sum(v) == g]
 
 
-def brute_force(data: dict, objective: str = "max_total_throughput") -> float | None:
-    """Best objective over every (profile, placement) of every job; ``None`` if nothing
-    is feasible. Throughput: sum of throughputs - soft penalties (floor: fair share and
-    min_throughput); min_cost: cost of the servers in use + soft penalties (floor:
-    min_throughput, else the fair share)."""
+def brute_force_all(data: dict) -> dict[tuple[str, bool], float | None]:
+    """Best objective over every (profile, placement) of every job, for both objectives,
+    with and without the rules: ``{(objective, with_rules): value or None}`` (``None``:
+    nothing feasible). Throughput: sum of throughputs - soft penalties (floor: fair share
+    and min_throughput); min_cost: cost of the servers in use + soft penalties (floor:
+    min_throughput, else the fair share). Depth-first over jobs, pruned on capacity."""
     servers, jobs = data["servers"], data["jobs"]
     rules = data.get("placement_rules") or []
     G = sum(s["gpus"] for s in servers)
@@ -90,7 +91,8 @@ def brute_force(data: dict, objective: str = "max_total_throughput") -> float | 
     caps_g = [s["gpus"] for s in servers]
     biggest = max(caps_g)
     S = len(servers)
-    options = []
+    cap = np.array([[s["gpus"], s["cpus"], s["mem_gb"]] for s in servers], dtype=float)
+    options = []  # per job: (throughput, meets tput floor, meets cost floor, use, servers)
     for j in jobs:
         fair = max(
             (
@@ -101,47 +103,70 @@ def brute_force(data: dict, objective: str = "max_total_throughput") -> float | 
             default=0.0,
         )
         need = j.get("min_throughput")
-        if objective == "min_cost":
-            floor = need if need is not None else fair
-        else:
-            floor = max(fair, need or 0.0)
+        floor_t = max(fair, need or 0.0)
+        floor_c = need if need is not None else fair
         if j["gpus"] <= biggest:
             places = [tuple(j["gpus"] if t == s else 0 for t in range(S)) for s in range(S)]
         else:
             places = splits(j["gpus"], caps_g)
-        options.append(
-            [(p, v) for p in j["profile"] if p["throughput"] >= floor - 1e-12 for v in places]
-        )
-    cap = np.array([[s["gpus"], s["cpus"], s["mem_gb"]] for s in servers], dtype=float)
-    best = None
-    for combo in itertools.product(*options):
-        used = np.zeros((S, 3))
-        for p, v in combo:
-            n = np.array(v, dtype=float)
-            used += np.stack([n, n * p["cpus_per_gpu"], n * p["mem_gb_per_gpu"]], axis=1)
-        if not (used <= cap + 1e-9).all():
-            continue
-        touched = [{s for s in range(S) if v[s] > 0} for _, v in combo]
-        penalty = 0.0
-        ok = True
+        opts = []
+        for p in j["profile"]:
+            ok_t = p["throughput"] >= floor_t - 1e-12
+            ok_c = p["throughput"] >= floor_c - 1e-12
+            if not (ok_t or ok_c):
+                continue
+            for v in places:
+                n = np.array(v, dtype=float)
+                use = np.stack([n, n * p["cpus_per_gpu"], n * p["mem_gb_per_gpu"]], axis=1)
+                opts.append((p["throughput"], ok_t, ok_c, use, {s for s in range(S) if v[s]}))
+        options.append(opts)
+    best: dict[tuple[str, bool], float | None] = {
+        (o, r): None for o in ("max_total_throughput", "min_cost") for r in (True, False)
+    }
+
+    def leaf(combo: list) -> None:
+        touched = [o[4] for o in combo]
+        penalty, ok = 0.0, True
         for r in rules:
             n = rule_violations(data, r, touched)
             if r.get("hard", True):
-                if n:
-                    ok = False
-                    break
+                ok = ok and not n
             else:
                 penalty += r.get("penalty", 0.0) * n
-        if not ok:
-            continue
-        if objective == "min_cost":
-            val = sum(s["cost_per_hour"] for s, u in zip(servers, used[:, 0], strict=True) if u > 0)
-            val += penalty
-            best = val if best is None else min(best, val)
-        else:
-            val = sum(p["throughput"] for p, _ in combo) - penalty
-            best = val if best is None else max(best, val)
+        used = {s for t in touched for s in t}
+        cost = sum(servers[s].get("cost_per_hour", math.nan) for s in used)
+        tput = sum(o[0] for o in combo)
+        for with_rules in (True, False):
+            if with_rules and not ok:
+                continue
+            pen = penalty if with_rules else 0.0
+            if all(o[1] for o in combo):
+                key = ("max_total_throughput", with_rules)
+                old = best[key]
+                best[key] = tput - pen if old is None else max(old, tput - pen)
+            if all(o[2] for o in combo):
+                key = ("min_cost", with_rules)
+                old = best[key]
+                best[key] = cost + pen if old is None else min(old, cost + pen)
+
+    def dfs(i: int, used: np.ndarray, combo: list) -> None:
+        if i == len(jobs):
+            leaf(combo)
+            return
+        for o in options[i]:
+            u = used + o[3]
+            if (u <= cap + 1e-9).all():
+                combo.append(o)
+                dfs(i + 1, u, combo)
+                combo.pop()
+
+    dfs(0, np.zeros((S, 3)), [])
     return best
+
+
+def brute_force(data: dict, objective: str = "max_total_throughput") -> float | None:
+    """The brute-force optimum of ``objective`` with the instance's rules."""
+    return brute_force_all(data)[(objective, True)]
 
 
 # ---------------------------------------------------------------- random instances
@@ -179,11 +204,11 @@ def random_data(
     need = sum(j["gpus"] for j in jobs)
     servers = []
     for s in range(3):
-        gs = 4 if split else int(max(2, math.ceil(need / 3) + int(rng.integers(0, 2))))
+        gs = 4 if split else int(max(2, math.ceil(need / 3) + int(rng.integers(0, 3))))
         srv = {
             "id": f"s{s}",
             "gpus": gs,
-            "cpus": float(rng.integers(2 * gs, 5 * gs + 1)),
+            "cpus": float(rng.integers(gs, 6 * gs + 1)),
             "mem_gb": float(rng.choice([62.5, 100.0, 125.0]) * gs),
             "cost_per_hour": float(rng.integers(1, 6)),
         }
@@ -216,7 +241,8 @@ def random_rule(rng: np.random.Generator, rule: str, hard: bool) -> dict:
 
 def check(data: dict, objective: str = "max_total_throughput") -> tuple[float | None, float | None]:
     """Solve and compare with the brute force; returns (with rules, without rules)."""
-    expected = brute_force(data, objective)
+    bf = brute_force_all(data)
+    expected = bf[(objective, True)]
     res = solve(data, objective)
     if expected is None:
         assert res.status == Status.INFEASIBLE, (res.status, res.termination)
@@ -224,24 +250,30 @@ def check(data: dict, objective: str = "max_total_throughput") -> tuple[float | 
         assert res.status == Status.OPTIMAL, res.termination
         assert res.verification is not None and res.verification.ok, res.verification
         assert res.objective_value == pytest.approx(expected, rel=1e-7, abs=1e-7)
-    free = {**data, "placement_rules": []}
-    return expected, brute_force(free, objective)
+    return expected, bf[(objective, False)]
 
 
-def _binds(with_rules: float | None, without: float | None) -> bool:
-    return with_rules is None or without is None or abs(with_rules - without) > 1e-9
+def _binds(with_rules: float | None, without: float | None) -> str:
+    """``"feasible"``: the rule changes a feasible optimum; ``"infeasible"``: it makes the
+    instance infeasible; ``""``: it does not bind."""
+    if with_rules is None:
+        return "infeasible" if without is not None else ""
+    return "feasible" if without is None or abs(with_rules - without) > 1e-9 else ""
 
 
 @pytest.mark.parametrize("hard", [True, False], ids=["hard", "soft"])
 @pytest.mark.parametrize("rule", RULES)
 def test_rules_match_brute_force(rule: str, hard: bool) -> None:
-    # seeded random instances; the rule must bind (change the optimum) in some of them
-    binding = 0
-    for seed in range(8):
+    # seeded random instances, both objectives; the rule must bind (change a feasible
+    # optimum) in some of them
+    binding = []
+    for seed in range(10):
         rng = np.random.default_rng([16, RULES.index(rule), int(hard), seed])
         data = random_data(rng, rule, hard)
-        binding += _binds(*check(data))
-    assert binding >= 2, f"{rule} bound in {binding} of 8 instances"
+        for objective in ("max_total_throughput", "min_cost"):
+            binding.append(_binds(*check(data, objective)))
+    assert binding.count("feasible") >= 1, f"{rule} never changed a feasible optimum"
+    assert len(binding) - binding.count("") >= 2, f"{rule} bound in {binding}"
 
 
 @pytest.mark.parametrize("rule", RULES)
