@@ -26,12 +26,16 @@ Packing = list[tuple[int, int, list[tuple[int, int]]]]
 
 class GroupCaps:
     """The hard placement rules a greedy packing can respect as it goes: at most
-    ``limit`` tagged jobs per group (``anti_affinity``, ``max_per_group``) and no job of a
-    hard ``affinity`` rule on a server outside every group of its scope."""
+    ``limit`` tagged jobs per group (``anti_affinity``, ``max_per_group``); for ``spread``,
+    tagged jobs only in the groups with fewer than ``min + max(max_skew, 1)`` of them (so
+    the skew stays within ``max_skew`` as jobs are placed, when ``max_skew >= 1``); no job
+    of a hard ``affinity`` rule on a server outside every group of its scope."""
 
     def __init__(self, arr: MultiResourceArrays):
         self.rules = [
-            r for r in arr.rules if r.hard and r.rule in ("anti_affinity", "max_per_group")
+            r
+            for r in arr.rules
+            if r.hard and r.rule in ("anti_affinity", "max_per_group", "spread")
         ]
         self.count = [np.zeros(r.num_groups, dtype=np.int64) for r in self.rules]
         self.outside = [r for r in arr.rules if r.hard and r.rule == "affinity"]
@@ -41,13 +45,21 @@ class GroupCaps:
         """Servers job ``j`` may go to now."""
         ok = np.ones(self.S, dtype=bool)
         for r, c in zip(self.rules, self.count, strict=True):
-            if r.tagged[j]:
-                full = np.append(c >= r.limit, False)  # group -1: outside every group
-                ok &= ~full[r.group_of]
+            if r.tagged[j] and r.num_groups:
+                if r.rule == "spread":
+                    full = c >= c.min() + max(r.limit, 1)
+                    # outside every group (-1) the job does not count
+                    ok &= ~np.append(full, False)[r.group_of]
+                else:
+                    ok &= ~np.append(c >= r.limit, False)[r.group_of]
         for r in self.outside:
             if r.tagged[j]:
                 ok &= r.group_of >= 0
         return ok
+
+    def constrains(self, j: int) -> bool:
+        """Some rule here limits where job ``j`` goes."""
+        return any(r.tagged[j] for r in self.rules) or any(r.tagged[j] for r in self.outside)
 
     def add(self, j: int, servers: list[int]) -> None:
         for r, c in zip(self.rules, self.count, strict=True):
@@ -95,9 +107,19 @@ def _pack(
     def fits(room: np.ndarray, use: np.ndarray) -> bool:
         return bool((room >= use * (1 - TOL) - TOL).all())
 
-    order = sorted(
-        range(arr.num_jobs), key=lambda j: (-arr.job_gpus[j], -arr.prof_cpu[first.get(j, 0)])
-    )
+    if caps is None:
+        order = sorted(
+            range(arr.num_jobs), key=lambda j: (-arr.job_gpus[j], -arr.prof_cpu[first.get(j, 0)])
+        )
+    else:  # the jobs hard rules constrain first (the most constrained placements)
+        order = sorted(
+            range(arr.num_jobs),
+            key=lambda j: (
+                not caps.constrains(j),
+                -arr.job_gpus[j],
+                -arr.prof_cpu[first.get(j, 0)],
+            ),
+        )
     cur: dict[int, int] = {}
     where: dict[int, list[tuple[int, int]]] = {}
     on: list[list[int]] = [[] for _ in range(len(free))]
@@ -195,8 +217,9 @@ def greedy_packing(arr: MultiResourceArrays, preferred: dict[int, int]) -> Packi
     pack every job at its cheapest fair-share profile (which fits whenever the GPUs pack,
     since it uses at most the cluster's CPUs and memory per GPU) and then upgrade jobs, most
     valuable first, to better profiles their server still has room for. Hard
-    ``anti_affinity`` / ``max_per_group`` rules are respected as jobs are placed
-    (:class:`GroupCaps`); other hard rules may be broken (HiGHS then discards the start).
+    ``anti_affinity``, ``max_per_group`` and ``spread`` rules are respected as jobs are
+    placed (:class:`GroupCaps`; with placement rules a third order, best profiles first,
+    is tried); hard ``affinity`` may be broken (then :func:`start_vector` gives no start).
     """
     cand = F.candidate_profiles(arr)
     by_job: dict[int, list[int]] = {}
@@ -207,6 +230,9 @@ def greedy_packing(arr: MultiResourceArrays, preferred: dict[int, int]) -> Packi
     if packed is None:
         cheapest = {j: _cheapest(arr, ps) for j, ps in by_job.items()}
         packed = _pack(arr, cheapest, by_job, caps.copy(), _group_caps(arr))
+    if packed is None and arr.rules:
+        # hard rules may block both orders: try the best profiles first, in job order
+        packed = _pack(arr, {}, by_job, caps.copy(), _group_caps(arr))
     if packed is None:
         return None
     # upgrade pass: jobs furthest below their preferred profile first

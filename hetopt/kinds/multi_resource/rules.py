@@ -104,10 +104,17 @@ VIOLATION_COLUMNS = (
 
 def violation_rows(arr: MultiResourceArrays, jobs: np.ndarray, servers: np.ndarray) -> list[dict]:
     """One row per (rule, group) with violations (``violations`` table rows)."""
+    return [row for rule in arr.rules for row in violation_rows_of(rule, arr, jobs, servers)]
+
+
+def violation_rows_of(
+    rule: RuleArrays, arr: MultiResourceArrays, jobs: np.ndarray, servers: np.ndarray
+) -> list[dict]:
+    """The ``violations`` rows of one rule."""
     out: list[dict] = []
     ids = arr.job_ids
 
-    def row(rule: RuleArrays, group: str | None, n: int, v: int, text: str) -> None:
+    def row(group: str | None, n: int, v: int, text: str) -> None:
         out.append(
             {
                 "rule": rule.label,
@@ -126,49 +133,44 @@ def violation_rows(arr: MultiResourceArrays, jobs: np.ndarray, servers: np.ndarr
     def names(js: list[int]) -> str:
         return ", ".join(ids[j] for j in js)
 
-    for rule in arr.rules:
-        c = counts(rule, jobs, servers)
-        if rule.rule in ("anti_affinity", "max_per_group"):
-            for g in np.nonzero(c.tagged > rule.limit)[0]:
-                n = int(c.tagged[g])
-                row(
-                    rule,
-                    rule.group_names[g],
-                    n,
-                    n - rule.limit,
-                    f"{n} {rule.tag!r} jobs in {rule.group_names[g]} (at most {rule.limit}): "
-                    f"{names(c.tagged_jobs[g])}",
-                )
-        elif rule.rule == "affinity":
-            for g in np.nonzero(c.lone > 0)[0]:
-                row(
-                    rule,
-                    rule.group_names[g],
-                    int(c.tagged[g]),
-                    int(c.lone[g]),
-                    f"no other {rule.with_tag!r} job in {rule.group_names[g]} for "
-                    f"{names(c.lone_jobs[g])}",
-                )
-            if c.outside:
-                row(
-                    rule,
-                    None,
-                    len(c.outside),
-                    len(c.outside),
-                    f"on servers without the label {rule.scope!r}: {names(c.outside)}",
-                )
-        else:  # spread
-            sk, hi, lo = skew(rule, c)
-            if sk > rule.limit:
-                row(
-                    rule,
-                    rule.group_names[hi],
-                    int(c.tagged[hi]),
-                    sk - rule.limit,
-                    f"{int(c.tagged[hi])} {rule.tag!r} jobs in {rule.group_names[hi]}, "
-                    f"{int(c.tagged[lo])} in {rule.group_names[lo]}: skew {sk} > max_skew "
-                    f"{rule.limit}",
-                )
+    c = counts(rule, jobs, servers)
+    if rule.rule in ("anti_affinity", "max_per_group"):
+        for g in np.nonzero(c.tagged > rule.limit)[0]:
+            n = int(c.tagged[g])
+            row(
+                rule.group_names[g],
+                n,
+                n - rule.limit,
+                f"{n} {rule.tag!r} jobs in {rule.group_names[g]} (at most {rule.limit}): "
+                f"{names(c.tagged_jobs[g])}",
+            )
+    elif rule.rule == "affinity":
+        for g in np.nonzero(c.lone > 0)[0]:
+            row(
+                rule.group_names[g],
+                int(c.tagged[g]),
+                int(c.lone[g]),
+                f"no other {rule.with_tag!r} job in {rule.group_names[g]} for "
+                f"{names(c.lone_jobs[g])}",
+            )
+        if c.outside:
+            row(
+                None,
+                len(c.outside),
+                len(c.outside),
+                f"on servers without the label {rule.scope!r}: {names(c.outside)}",
+            )
+    else:  # spread
+        sk, hi, lo = skew(rule, c)
+        if sk > rule.limit:
+            row(
+                rule.group_names[hi],
+                int(c.tagged[hi]),
+                sk - rule.limit,
+                f"{int(c.tagged[hi])} {rule.tag!r} jobs in {rule.group_names[hi]}, "
+                f"{int(c.tagged[lo])} in {rule.group_names[lo]}: skew {sk} > max_skew "
+                f"{rule.limit}",
+            )
     return out
 
 
