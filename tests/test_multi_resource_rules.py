@@ -729,3 +729,19 @@ def test_cli_generate_with_rules(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(main, [*args[:-2], "--rule", "{not json"])
     assert r.exit_code in (2, 3) and "Traceback" not in r.output
+
+
+# ---------------------------------------------------------------- shipped instance
+def test_shipped_rules_instance_known_answers() -> None:
+    root = Path(__file__).resolve().parents[1] / "instances" / "multi_resource"
+    answers = json.loads((root / "answers.json").read_text())["rules.json"]
+    data = json.loads((root / "rules.json").read_text())
+    res = hetopt.solve(root / "rules.json", options=EXACT)
+    assert res.status == Status.OPTIMAL
+    assert res.objective_value == pytest.approx(answers["objective_value"])
+    assert res.info["total_penalty"] == pytest.approx(0.25)
+    cheap = hetopt.solve(root / "rules.json", "min_cost", EXACT)
+    assert cheap.objective_value == pytest.approx(answers["min_cost"])
+    assert set(cheap.placement["server"]) == {"s0", "s2"}
+    free = {**data, "placement_rules": []}
+    assert solve(free, "min_cost").objective_value == pytest.approx(5.0)

@@ -177,6 +177,18 @@ DETAILS = (
     ),
     Detail("start_s", "float", "time to compute the greedy warm start (warm_start=true)", "s"),
     Detail(
+        "lns_rounds",
+        "int",
+        "neighbourhood solves run on the warm start (instances with rules, lns=true)",
+    ),
+    Detail(
+        "lns_objective",
+        "float",
+        "objective of the warm start after the neighbourhood search",
+        "objective unit",
+    ),
+    Detail("lns_s", "float", "time of the neighbourhood search (counts in the time limit)", "s"),
+    Detail(
         "fragmentation_status",
         "str",
         "outcome of the servers-in-use solve: its status, 'skipped: ...', 'rejected: ...' "
