@@ -511,6 +511,15 @@ def test_scope_label_no_server_has_is_exit_3_naming_the_rule(tmp_path: Path) -> 
         (lambda d: d["placement_rules"][0].update(rule="colocate"), "placement_rules[0]"),
         (lambda d: d["placement_rules"][1].pop("with_tag"), "placement_rules[1]"),
         (lambda d: d["placement_rules"][0].update(penalty=-1), "placement_rules[0]"),
+        # beyond HiGHS's tolerances (a feasible model was reported infeasible)
+        (lambda d: d["jobs"][1]["profile"][0].update(throughput=1e12), "jobs[1].profile[0]"),
+        (
+            lambda d: (
+                [s.update(cost_per_hour=1.0) for s in d["servers"]]
+                and d["servers"][2].update(cost_per_hour=1e11)
+            ),
+            "servers[2].cost_per_hour",
+        ),
     ],
 )
 def test_bad_rule_fields_name_the_field(patch, field: str) -> None:

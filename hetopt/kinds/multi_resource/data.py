@@ -15,6 +15,12 @@ from .._shared.validation import id_positions, note_id
 PosFloat = Annotated[float, Field(gt=0)]
 NonNegFloat = Annotated[float, Field(ge=0)]
 
+MAX_RANGE = 1e9
+"""Largest ratio between two profile throughputs (or two positive server costs) of one
+instance: the model's ``c_total`` (``c_cost``) row holds them side by side, and beyond
+this range HiGHS's tolerances mistake feasible models for infeasible ones (measured: a
+1e12 throughput next to 1.3 made HiGHS report ``infeasible``)."""
+
 FAIR_TOL = 1e-9
 """Relative tolerance when comparing a profile's CPUs/memory per GPU with the fair share."""
 
@@ -154,6 +160,22 @@ class MultiResourceInstance(InstanceBase):
                     f"jobs[{i}].min_throughput",
                     f"job {job.id!r} needs {job.min_throughput:g}; its best profile gives {best:g}",
                 )
+        _check_range(
+            [
+                (f"jobs[{i}].profile[{k}].throughput", p.throughput)
+                for i, job in enumerate(self.jobs)
+                for k, p in enumerate(job.profile)
+            ],
+            "throughputs",
+        )
+        _check_range(
+            [
+                (f"servers[{i}].cost_per_hour", srv.cost_per_hour)
+                for i, srv in enumerate(self.servers)
+                if srv.cost_per_hour
+            ],
+            "costs per hour",
+        )
         keys = {k for srv in self.servers for k in (srv.labels or {})}
         for k, rule in enumerate(self.placement_rules or []):
             if rule.scope != SERVER_SCOPE and rule.scope not in keys:
@@ -171,6 +193,20 @@ class MultiResourceInstance(InstanceBase):
     @cached_property
     def arrays(self) -> MultiResourceArrays:
         return MultiResourceArrays.from_instance(self)
+
+
+def _check_range(values: list[tuple[str, float]], what: str) -> None:
+    """Reject ``values`` (field, positive value) spanning more than :data:`MAX_RANGE`."""
+    if not values:
+        return
+    lo = min(values, key=lambda fv: fv[1])
+    hi = max(values, key=lambda fv: fv[1])
+    if hi[1] > MAX_RANGE * lo[1]:
+        raise fail(
+            hi[0],
+            f"{hi[1]:g} is more than {MAX_RANGE:g} times {lo[0]} ({lo[1]:g}): {what} that far "
+            "apart are beyond the solver's tolerances; rescale them",
+        )
 
 
 def describe_rule(rule: AntiAffinity | Affinity | MaxPerGroup | Spread) -> str:

@@ -125,7 +125,7 @@ class Layout:
     """Column layout of the integrated model.
 
     Jobs that fit on one server are grouped into classes of interchangeable jobs (same
-    GPUs and profile list); ``assign`` columns are (class, profile, server) triples: the
+    GPUs, profile list, floor and tags, :func:`job_classes`); ``assign`` columns are (class, profile, server) triples: the
     integer number of the class's jobs placed on the server with that profile (a class of
     one job gives a binary). ``split`` columns: (profile, server) pairs of jobs larger than
     every server (integer GPUs of the job on that server). ``choice`` columns: profiles of
@@ -144,7 +144,8 @@ class Layout:
     choice_prof: np.ndarray
     split_jobs: np.ndarray
     identical_next: np.ndarray
-    """Servers ``s`` whose successor ``s + 1`` has the same GPUs, CPUs and memory."""
+    """Servers ``s`` interchangeable with their successor ``s + 1``
+    (:func:`interchangeable_servers`)."""
     num_candidates: int
     """Profiles the model may choose (:func:`candidate_profiles`)."""
     objective: str = MAX_THROUGHPUT
