@@ -512,7 +512,12 @@ def test_scope_label_no_server_has_is_exit_3_naming_the_rule(tmp_path: Path) -> 
         (lambda d: d["placement_rules"][1].pop("with_tag"), "placement_rules[1]"),
         (lambda d: d["placement_rules"][0].update(penalty=-1), "placement_rules[0]"),
         # beyond HiGHS's tolerances (a feasible model was reported infeasible)
-        (lambda d: d["jobs"][1]["profile"][0].update(throughput=1e12), "jobs[1].profile[0]"),
+        (
+            lambda d: d["jobs"][1].update(
+                profile=[{"cpus_per_gpu": 3, "mem_gb_per_gpu": 62.5, "throughput": 1e12}]
+            ),
+            "jobs[1].profile[0]",
+        ),
         (
             lambda d: (
                 [s.update(cost_per_hour=1.0) for s in d["servers"]]
