@@ -5,8 +5,13 @@ One integrated MILP picks a profile per job (never below the job's fair-share
 throughput) and places the job on servers within their GPU, CPU and memory capacity,
 maximising the total throughput. A lexicographic second solve then minimises the number
 of servers in use with the throughput fixed at its optimum (:mod:`.methods`). The result's
-``placement`` table says which job runs on which server with which profile. See
-``models/multi_resource.md``.
+``placement`` table says which job runs on which server with which profile.
+
+Placement rules (affinity, anti-affinity, at most k per group, spread over labelled
+groups of servers; :mod:`.rules`) hold as constraints (hard) or cost a penalty per
+violation (soft, listed in the ``violations`` table). ``min_cost`` right-sizes instead:
+every job meets its ``min_throughput`` and the cost per hour of the servers in use is
+minimised. See ``models/multi_resource.md``.
 """
 
 from __future__ import annotations
@@ -20,19 +25,32 @@ from ...result import Result, Verification
 from ..base import Kind, Objective
 from . import methods as M
 from . import verify as V
-from .data import Job, MultiResourceInstance, Profile, Server
+from .data import (
+    Affinity,
+    AntiAffinity,
+    Job,
+    MaxPerGroup,
+    MultiResourceInstance,
+    Profile,
+    Server,
+    Spread,
+)
 from .decompose import DECOMPOSER
 from .methods import FRAGMENTATION_TIME_LIMIT_S, MultiResourceParams
 
 __all__ = [
     "FRAGMENTATION_TIME_LIMIT_S",
     "KIND",
+    "Affinity",
+    "AntiAffinity",
     "Job",
+    "MaxPerGroup",
     "MultiResourceInstance",
     "MultiResourceKind",
     "MultiResourceParams",
     "Profile",
     "Server",
+    "Spread",
 ]
 
 PLACEMENT = Table(
@@ -75,7 +93,51 @@ SERVERS = Table(
     ),
 )
 
+VIOLATIONS = Table(
+    "violations",
+    "placement rules broken by the placement (instances with placement_rules): one row "
+    "per (rule, group) with violations; no rows when every rule holds",
+    (
+        Column("rule", "str", "the rule, e.g. 'placement_rules[2]'"),
+        Column("type", "str", "anti_affinity, affinity, max_per_group or spread"),
+        Column("tag", "str", "the tag the rule constrains"),
+        Column("scope", "str", "'server' or the label key that groups servers"),
+        Column(
+            "group",
+            "str",
+            "the group (server id or label value; spread: the fullest group; null: servers "
+            "without the label)",
+        ),
+        Column(
+            "jobs",
+            "int",
+            "jobs with the tag in the group (affinity outside every group: those jobs)",
+        ),
+        Column(
+            "violations",
+            "int",
+            "jobs beyond the limit, jobs without a partner, or skew beyond max_skew",
+        ),
+        Column("penalty", "float", "penalty x violations (0 for hard rules)", "objective unit"),
+        Column("hard", "bool", "the rule is hard (a hard rule never has violations)"),
+        Column("description", "str", "a readable sentence naming the jobs"),
+    ),
+    optional=True,
+)
+
+CONFLICT = Table(
+    "conflict",
+    "on infeasibility with hard placement rules: an irreducible set of rules in conflict "
+    "(deletion filter; diagnose=true)",
+    (
+        Column("constraint", "str", "the instance field, e.g. 'placement_rules[1]'"),
+        Column("description", "str", "a readable sentence"),
+    ),
+    optional=True,
+)
+
 THROUGHPUT = "normalised throughput"
+COST = "cost per hour"
 
 DETAILS = (
     Detail(
@@ -116,6 +178,18 @@ DETAILS = (
     ),
     Detail("start_s", "float", "time to compute the greedy warm start (warm_start=true)", "s"),
     Detail(
+        "lns_rounds",
+        "int",
+        "neighbourhood solves run on the warm start (instances with rules, lns=true)",
+    ),
+    Detail(
+        "lns_objective",
+        "float",
+        "objective of the warm start after the neighbourhood search",
+        "objective unit",
+    ),
+    Detail("lns_s", "float", "time of the neighbourhood search (counts in the time limit)", "s"),
+    Detail(
         "fragmentation_status",
         "str",
         "outcome of the servers-in-use solve: its status, 'skipped: ...', 'rejected: ...' "
@@ -127,6 +201,33 @@ DETAILS = (
         "proven lower bound on the servers in use (fragmentation solve)",
     ),
     Detail("servers_used", "int", "servers hosting at least one GPU of a job"),
+    Detail("placement_rules", "int", "placement rules of the instance"),
+    Detail("rule_violations", "int", "violations of soft placement rules (instances with rules)"),
+    Detail(
+        "total_penalty",
+        "float",
+        "sum of penalty x violations of the soft rules (instances with rules)",
+        "objective unit",
+    ),
+    Detail(
+        "total_throughput",
+        "float",
+        "sum of the chosen profiles' throughputs (min_cost, or when rules make the "
+        "objective differ from it)",
+        THROUGHPUT,
+    ),
+    Detail(
+        "server_cost",
+        "float",
+        "cost_per_hour of the servers in use (when every server has one)",
+        COST,
+    ),
+    Detail(
+        "start_cost", "float", "cost of the first-fit warm start of min_cost (null: none)", COST
+    ),
+    Detail("conflict", "list", "the hard placement rules in conflict (infeasible instances)"),
+    Detail("conflict_source", "str", "how the conflict was found"),
+    Detail("conflict_minimal", "bool", "every check of the deletion filter was decided"),
     Detail(
         "fair_share_total",
         "float",
@@ -153,13 +254,26 @@ class MultiResourceKind(Kind):
             THROUGHPUT,
             "max",
         ),
+        Objective(
+            "min_cost",
+            "every job runs with a profile whose throughput is at least its min_throughput "
+            "(default: its fair share); minimise the cost_per_hour of the servers in use "
+            "(plus soft-rule penalties)",
+            COST,
+            "min",
+        ),
     )
     instance_model = MultiResourceInstance
     params_model = MultiResourceParams
-    methods = {"max_total_throughput": M.Throughput()}
-    tables = (PLACEMENT, SERVERS)
+    methods = {"max_total_throughput": M.Throughput(), "min_cost": M.MinCost()}
+    tables = (PLACEMENT, SERVERS, VIOLATIONS, CONFLICT)
     details = DETAILS
     decomposer = DECOMPOSER
+
+    def check(self, instance: MultiResourceInstance, objective: str, params: Any) -> None:
+        """``min_cost`` needs every server's ``cost_per_hour``."""
+        if objective == "min_cost":
+            M.require_costs(instance)
 
     def _config_bound(
         self, instance: MultiResourceInstance, options: SolveOptions | None
@@ -169,7 +283,13 @@ class MultiResourceKind(Kind):
         return M.config_bound(Session(self, options), instance)
 
     def verify(self, instance: MultiResourceInstance, result: Result) -> Verification:
-        return V.verify(instance, result.objective_value, result.tables["placement"])
+        return V.verify(
+            instance,
+            result.objective_value,
+            result.tables["placement"],
+            objective=result.objective,
+            violations=result.tables.get("violations"),
+        )
 
 
 KIND = MultiResourceKind()

@@ -27,6 +27,34 @@ from ...console import emit_instance, handle_errors, output_option, seed_option
     show_default=True,
     help="Synergy profile set (CPU:GPU ratio 3, 4, 5 or 6).",
 )
+@click.option(
+    "--racks",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Label the servers rack=r0, r1, ... in this many contiguous blocks (0: no labels).",
+)
+@click.option(
+    "--tagged-fraction",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Fraction of jobs tagged db, web, cache or batch (for placement rules).",
+)
+@click.option(
+    "--cost-per-hour",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Every server's cost_per_hour (for the min_cost objective).",
+)
+@click.option(
+    "--rule",
+    "rules",
+    multiple=True,
+    metavar="JSON",
+    help='A placement rule, e.g. \'{"rule": "anti_affinity", "tag": "db", "scope": "rack"}\' '
+    "(repeatable).",
+)
 @output_option()
 @handle_errors
 def generate_cmd(
@@ -37,11 +65,25 @@ def generate_cmd(
     cpus_per_server: float,
     mem_gb_per_server: float,
     profile_set: str,
+    racks: int,
+    tagged_fraction: float,
+    cost_per_hour: float | None,
+    rules: tuple[str, ...],
     output: Path | None,
 ) -> None:
     """Sample a multi_resource instance from Synergy's measured job profiles."""
+    import json
+
     from .generate import generate
 
+    parsed = []
+    for k, text in enumerate(rules):
+        try:
+            parsed.append(json.loads(text))
+        except json.JSONDecodeError as exc:
+            raise click.BadParameter(
+                f"rule {k + 1} is not JSON: {exc.msg}", param_hint="--rule"
+            ) from None
     inst = generate(
         num_jobs,
         num_servers,
@@ -50,5 +92,9 @@ def generate_cmd(
         cpus_per_server,
         mem_gb_per_server,
         profile_set,
+        racks=racks,
+        tagged_fraction=tagged_fraction,
+        cost_per_hour=cost_per_hour,
+        rules=parsed or None,
     )
     emit_instance(inst, output, f"{num_jobs} jobs, {num_servers} servers")

@@ -224,6 +224,18 @@ class MultiResourceDecomposer:
 
         if partitions == 1:
             return get_kind(instance.kind).solve(instance, objective, options, **params)
+        if objective != "max_total_throughput":
+            raise UsageError(
+                f"--partitions {partitions}: objective {objective!r} is not a sum over "
+                "parts; the decomposition of multi_resource solves max_total_throughput "
+                "only (drop --partitions for the exact MILP)"
+            )
+        if getattr(instance, "placement_rules", None):
+            raise UsageError(
+                f"--partitions {partitions}: placement_rules span servers of different "
+                "parts, so a partitioned solve could break them or end infeasible; drop "
+                "--partitions for the exact MILP"
+            )
         return solve_partitioned_multi_resource(
             instance, partitions, options, executor, seed, **params
         )

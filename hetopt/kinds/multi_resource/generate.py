@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ...errors import InstanceError
 from .data import MultiResourceInstance
 from .synergy import PROFILE_SETS, profiles
+
+TAG_NAMES = ("db", "web", "cache", "batch")
+"""Tags the generator gives its tagged jobs (uniformly)."""
 
 GPU_SIZES = (1, 2, 4, 12)
 GPU_PROBS = (0.70, 0.10, 0.15, 0.05)
@@ -23,6 +28,10 @@ def generate(
     mem_gb_per_server: float = 500.0,
     profile_set: str = "models",
     objective: str | None = "max_total_throughput",
+    racks: int = 0,
+    tagged_fraction: float = 0.0,
+    cost_per_hour: float | None = None,
+    rules: list[dict[str, Any]] | None = None,
 ) -> MultiResourceInstance:
     """A reproducible instance: ``num_servers`` identical servers (Synergy's default 8 GPUs,
     24 CPUs, 500 GB) and ``num_jobs`` jobs with Synergy's profiles.
@@ -32,6 +41,12 @@ def generate(
     among those profiled at that size. While the jobs ask for more GPUs than the cluster
     has, the largest job (the last drawn among ties) is redrawn as a 1-GPU job, so every
     instance can place all its jobs.
+
+    Placement rules (all off by default, and the jobs and servers above are the same with
+    or without them): ``racks`` labels the servers ``rack = r0, r1, ...`` in contiguous
+    blocks; ``round(tagged_fraction * num_jobs)`` jobs, drawn with their own random stream,
+    get one tag of :data:`TAG_NAMES`; ``cost_per_hour`` is every server's cost;
+    ``rules`` are the instance's ``placement_rules``.
     """
     if num_jobs < 1:
         raise InstanceError("must be at least 1", "jobs")
@@ -65,7 +80,11 @@ def generate(
         k = int(np.nonzero(sizes == sizes.max())[0][-1])
         models = by_size[1]
         drawn[k] = (models[int(rng.integers(len(models)))], 1)
-    servers = [
+    if racks < 0 or racks > num_servers:
+        raise InstanceError(f"must be between 0 and the {num_servers} servers", "racks")
+    if not 0.0 <= tagged_fraction <= 1.0:
+        raise InstanceError("must be between 0 and 1", "tagged_fraction")
+    servers: list[dict[str, Any]] = [
         {
             "id": f"s{s}",
             "gpus": gpus_per_server,
@@ -74,11 +93,23 @@ def generate(
         }
         for s in range(num_servers)
     ]
-    jobs = [
+    for s, srv in enumerate(servers):
+        if racks:
+            srv["labels"] = {"rack": f"r{s * racks // num_servers}"}
+        if cost_per_hour is not None:
+            srv["cost_per_hour"] = cost_per_hour
+    jobs: list[dict[str, Any]] = [
         {"id": f"j{k}-{model}", "gpus": g, "profile": table[(model, g)]}
         for k, (model, g) in enumerate(drawn)
     ]
+    n_tagged = round(tagged_fraction * num_jobs)
+    if n_tagged:
+        trng = np.random.default_rng([seed, 16])
+        for k in sorted(trng.choice(num_jobs, size=n_tagged, replace=False).tolist()):
+            jobs[k]["tags"] = [TAG_NAMES[int(trng.integers(len(TAG_NAMES)))]]
     data: dict = {"kind": "multi_resource", "servers": servers, "jobs": jobs}
+    if rules:
+        data["placement_rules"] = list(rules)
     if objective:
         data["objective"] = objective
     return MultiResourceInstance.from_dict(data)

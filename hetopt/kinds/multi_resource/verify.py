@@ -2,8 +2,11 @@
 
 Reads only the instance and the ``placement`` table (never the Pyomo model or the numpy
 views the model was built from) and re-derives: every job present with all its GPUs,
-one profile per job, resources proportional to GPUs, the fair-share floor, server
-capacities, single-server placement of jobs that fit on a server, and the objective.
+one profile per job, resources proportional to GPUs, the floor (fair share and
+``min_throughput``), server capacities, single-server placement of jobs that fit on a
+server, every placement rule (hard rules unbroken; soft rules' violations recounted and
+compared with the ``violations`` table) and the objective (throughput minus penalties,
+or for ``min_cost`` the cost per hour of the servers in use plus penalties).
 """
 
 from __future__ import annotations
@@ -25,9 +28,16 @@ def _close(a: float, b: float) -> bool:
 
 
 def verify(
-    instance: MultiResourceInstance, objective_value: float | None, placement: pd.DataFrame
+    instance: MultiResourceInstance,
+    objective_value: float | None,
+    placement: pd.DataFrame,
+    objective: str | None = None,
+    violations: pd.DataFrame | None = None,
 ) -> Verification:
-    """Check a ``placement(job, server, profile, gpus, cpus, mem_gb, throughput, ...)`` table."""
+    """Check a ``placement(job, server, profile, gpus, cpus, mem_gb, throughput, ...)``
+    table (and the ``violations`` table of an instance with placement rules) for
+    ``objective`` (default ``max_total_throughput``)."""
+    min_cost = objective == "min_cost"
     problems: list[str] = []
     checks = [
         "jobs_present",
@@ -39,6 +49,8 @@ def verify(
         "capacity",
         "objective",
     ]
+    if instance.placement_rules:
+        checks.append("placement_rules")
     servers = {s.id: s for s in instance.servers}
     jobs = {j.id: j for j in instance.jobs}
     total_gpus = sum(s.gpus for s in instance.servers)
@@ -109,8 +121,18 @@ def verify(
             ),
             default=0.0,
         )
-        if prof.throughput < fair * (1 - 1e-12):
+        need = job.min_throughput
+        if min_cost:
+            if need is None and prof.throughput < fair * (1 - 1e-12):
+                problems.append(
+                    f"job {jid}: throughput {prof.throughput} below its fair share {fair}"
+                )
+        elif prof.throughput < fair * (1 - 1e-12):
             problems.append(f"job {jid}: throughput {prof.throughput} below its fair share {fair}")
+        if need is not None and prof.throughput < need * (1 - 1e-12):
+            problems.append(
+                f"job {jid}: throughput {prof.throughput} below its min_throughput {need}"
+            )
         total += prof.throughput
     for sid, (g, c, mm) in used.items():
         s = servers[sid]
@@ -120,8 +142,108 @@ def verify(
             problems.append(f"server {sid}: {c:g} CPUs used > {s.cpus:g}")
         if mm > s.mem_gb * (1 + REL_TOL) + ABS_TOL:
             problems.append(f"server {sid}: {mm:g} GB used > {s.mem_gb:g}")
-    if objective_value is None or not _close(total, objective_value):
-        problems.append(f"objective recomputed as {total:.9g}, result says {objective_value}")
+    penalty = 0.0
+    if instance.placement_rules:
+        penalty = _check_rules(instance, placement, violations, problems)
+    if min_cost:
+        cost = 0.0
+        for sid, (g, _, _) in used.items():
+            if g > ABS_TOL:
+                price = servers[sid].cost_per_hour
+                if price is None:
+                    problems.append(f"server {sid} is in use and has no cost_per_hour")
+                else:
+                    cost += price
+        value = cost + penalty
+    else:
+        value = total - penalty
+    if objective_value is None or not _close(value, objective_value):
+        problems.append(f"objective recomputed as {value:.9g}, result says {objective_value}")
     return Verification(
-        ok=not problems, objective_value=total, violations=tuple(problems), checks=tuple(checks)
+        ok=not problems, objective_value=value, violations=tuple(problems), checks=tuple(checks)
     )
+
+
+def _check_rules(
+    instance: MultiResourceInstance,
+    placement: pd.DataFrame,
+    table: pd.DataFrame | None,
+    problems: list[str],
+) -> float:
+    """Recount every placement rule's violations from the placement; report broken hard
+    rules and disagreements with the ``violations`` table. Returns the soft penalty."""
+    tags = {j.id: set(j.tags or ()) for j in instance.jobs}
+    label_of = {s.id: dict(s.labels or {}) for s in instance.servers}
+    # the servers each job has GPUs on
+    on: dict[str, set[str]] = defaultdict(set)
+    for row in placement.to_dict("records"):
+        if float(row["gpus"]) > ABS_TOL:
+            on[str(row["job"])].add(str(row["server"]))
+    reported: dict[str, float] = defaultdict(float)
+    reported_pen: dict[str, float] = defaultdict(float)
+    if table is None:
+        problems.append("the instance has placement rules but the result has no violations table")
+    else:
+        for row in table.to_dict("records"):
+            reported[str(row["rule"])] += float(row["violations"])
+            reported_pen[str(row["rule"])] += float(row["penalty"])
+    penalty = 0.0
+    for k, rule in enumerate(instance.placement_rules or []):
+        name = f"placement_rules[{k}]"
+
+        def group(sid: str, scope: str = rule.scope) -> str | None:
+            if scope == "server":
+                return sid
+            return label_of[sid].get(scope)
+
+        if rule.scope == "server":
+            all_groups = sorted(label_of)
+        else:
+            all_groups = sorted({v[rule.scope] for v in label_of.values() if rule.scope in v})
+        members: dict[str, set[str]] = {g: set() for g in all_groups}
+        partners: dict[str, set[str]] = {g: set() for g in all_groups}
+        homeless: set[str] = set()
+        with_tag = getattr(rule, "with_tag", None)
+        for jid, srvs in on.items():
+            for sid in srvs:
+                g = group(sid)
+                if rule.tag in tags[jid]:
+                    if g is None:
+                        homeless.add(jid)
+                    else:
+                        members[g].add(jid)
+                if with_tag is not None and with_tag in tags[jid] and g is not None:
+                    partners[g].add(jid)
+        if rule.rule == "anti_affinity":
+            count = sum(max(0, len(js) - 1) for js in members.values())
+        elif rule.rule == "max_per_group":
+            count = sum(max(0, len(js) - rule.max_per_group) for js in members.values())
+        elif rule.rule == "affinity":
+            count = len(homeless) + sum(
+                1 for g, js in members.items() for j in js if not (partners[g] - {j})
+            )
+        else:
+            sizes = [len(js) for js in members.values()]
+            skew = max(sizes) - min(sizes) if sizes else 0
+            count = max(0, skew - rule.max_skew)
+        if rule.hard and count:
+            problems.append(f"{name} (hard {rule.rule} of {rule.tag!r}): {count} violations")
+        if not rule.hard:
+            penalty += rule.penalty * count
+        if table is not None:
+            if not _close(reported.get(name, 0.0), float(count)):
+                problems.append(
+                    f"{name}: {count} violations recounted, the violations table says "
+                    f"{reported.get(name, 0.0):g}"
+                )
+            want = 0.0 if rule.hard else rule.penalty * count
+            if not _close(reported_pen.get(name, 0.0), want):
+                problems.append(
+                    f"{name}: penalty recounted as {want:g}, the violations table says "
+                    f"{reported_pen.get(name, 0.0):g}"
+                )
+    if table is not None:
+        known = {f"placement_rules[{k}]" for k in range(len(instance.placement_rules or []))}
+        for name in set(reported) - known:
+            problems.append(f"the violations table names an unknown rule {name!r}")
+    return penalty
