@@ -112,7 +112,7 @@ def components(instance: Any) -> list[np.ndarray]:
     throughput and at least ``scale_factor`` GPUs). Components are sorted largest first;
     jobs keep their instance order inside a component. (Computed with
     ``scipy.sparse.csgraph``: the same components as networkx's, ~20x faster at 10^5
-    edges; ``tests/test_decompose.py`` checks the two agree.)
+    edges; ``tests/core/test_decompose.py`` checks the two agree.)
     """
     import scipy.sparse as sp
     from scipy.sparse.csgraph import connected_components

@@ -16,7 +16,7 @@ different question every round: *which jobs run on which GPUs for the next round
 
 Over many rounds each job's received time share on each type converges to its
 allocation whenever the allocation can be realised by whole-GPU rounds (always for
-single-GPU jobs; see ``tests/test_rounds.py``). Gavel's LP ignores that a multi-GPU job
+single-GPU jobs; see ``tests/kinds/gpu_cluster/test_rounds.py``). Gavel's LP ignores that a multi-GPU job
 needs all its GPUs at once, so some allocations cannot be realised: e.g. a 4-GPU job
 allocated 47% of a 4-GPU type leaves at most 53% of that type to anyone else, whatever
 the other jobs were allocated; received shares then stay below such allocations. Co-located pairs (``other_job``) are not
