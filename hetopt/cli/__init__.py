@@ -387,14 +387,27 @@ def kinds(as_json: bool) -> None:
 
 @main.command()
 @click.argument("kind")
+@click.option(
+    "--result",
+    "of_result",
+    is_flag=True,
+    help="The JSON Schema of KIND's results ('solve --json' output) instead, from the "
+    "kind's declared tables and details.",
+)
 @handle_errors
-def schema(kind: str) -> None:
-    """Print the JSON Schema of instance files of KIND."""
+def schema(kind: str, of_result: bool) -> None:
+    """Print the JSON Schema of instance files of KIND (--result: of its results)."""
     from ..kinds import get_kind, kind_names
 
     if kind not in kind_names():
         raise UsageError(f"unknown kind {kind!r}; expected one of: {', '.join(kind_names())}")
-    click.echo(json.dumps(get_kind(kind).instance_model.model_json_schema(), indent=2))
+    k = get_kind(kind)
+    if of_result:
+        from ..schema import result_schema
+
+        click.echo(json.dumps(result_schema(k), indent=2))
+        return
+    click.echo(json.dumps(k.instance_model.model_json_schema(), indent=2))
 
 
 @main.command(epilog=EXIT_CODES_HELP)
