@@ -13,7 +13,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema, JsonSchemaMode
 
 from .errors import InstanceError
 
@@ -47,12 +49,12 @@ def _find_huge(data: Any) -> tuple[str, str] | None:
         value, parts = stack.pop()
         if isinstance(value, bool) or value is None or isinstance(value, str):
             continue
-        if isinstance(value, int):  # exact for integers of any size
-            if abs(value) > MAX_ABS:
+        if isinstance(value, int | np.integer):  # exact for integers of any size
+            if abs(int(value)) > MAX_ABS:
                 return _path(list(parts)), _too_large()
             continue
-        if isinstance(value, float):
-            if math.isfinite(value) and abs(value) > MAX_ABS:
+        if isinstance(value, float | np.floating):
+            if math.isfinite(value) and abs(float(value)) > MAX_ABS:
                 return _path(list(parts)), _too_large()
             continue
         if len(parts) >= MAX_DEPTH and isinstance(value, Mapping | list | tuple):
@@ -69,6 +71,106 @@ def _too_large() -> str:
     return f"number too large (|value| > {MAX_ABS:g}); use other units"
 
 
+_LENIENT_TYPES = ("int_type", "float_type", "bool_type")
+
+
+def _plain(value: Any, etype: str) -> Any:
+    """The plain Python value a strict field accepts for ``value``, or :data:`_KEEP`.
+
+    numpy scalars become Python ones; a float with a zero fractional part is an integer
+    where an integer is expected (JSON has one number type, and JSON Schema's
+    ``integer`` accepts ``4.0``). Booleans never become numbers."""
+    if isinstance(value, bool | np.bool_):
+        return bool(value) if etype == "bool_type" and isinstance(value, np.bool_) else _KEEP
+    if etype == "int_type":
+        if isinstance(value, np.integer):
+            return int(value)
+        if isinstance(value, float | np.floating) and math.isfinite(value):
+            return int(value) if float(value).is_integer() else _KEEP
+    if etype == "float_type" and isinstance(value, np.integer | np.floating):
+        return int(value) if isinstance(value, np.integer) else float(value)
+    return _KEEP
+
+
+_KEEP = object()
+
+
+def _lenient_copy(data: Any, exc: ValidationError) -> Any:
+    """``data`` with the values of ``exc``'s type errors that are numpy scalars or
+    integral floats replaced by plain Python values (copying only the containers on
+    the way), or ``None`` when no error is of that sort."""
+    fixes = []
+    for err in exc.errors(include_url=False):
+        if err.get("type") not in _LENIENT_TYPES or "input" not in err:
+            return None
+        new = _plain(err["input"], str(err["type"]))
+        if new is _KEEP:
+            return None
+        fixes.append((tuple(err.get("loc", ())), err["input"], new))
+    if not fixes:
+        return None
+    copied: dict[int, Any] = {}
+
+    def own(container: Any) -> Any:
+        if id(container) in copied:
+            return copied[id(container)]
+        dup = dict(container) if isinstance(container, Mapping) else list(container)
+        copied[id(dup)] = dup
+        copied[id(container)] = dup
+        return dup
+
+    root: Any = own(data) if isinstance(data, Mapping | list) else None
+    if root is None:
+        return None
+    for loc, old, new in fixes:
+        node: Any = root
+        parent: Any = None
+        key: Any = None
+        for part in loc:  # parts that are not keys of the data are pydantic's union tags
+            holder: Any = node
+            if (isinstance(node, Mapping) and part in node) or (
+                isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+            ):
+                child = holder[part]
+            else:
+                continue
+            if isinstance(child, Mapping | list) and child is not old:
+                child = own(child)
+                holder[part] = child
+            node, parent, key = child, holder, part
+        if parent is None or (parent[key] is not old and parent[key] != old):
+            return None
+        parent[key] = new
+    return root
+
+
+def _lenient(handler: Any, data: Any) -> Any:
+    """Validate with ``handler``; on type errors that are only numpy scalars or integral
+    floats, validate once more with plain Python values."""
+    for _ in range(3):
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            fixed = _lenient_copy(data, exc)
+            if fixed is None:
+                raise
+            data = fixed
+    return handler(data)
+
+
+class RecordBase(BaseModel):
+    """Base of the records of an instance (a job, a client, a task, ...): strict,
+    frozen, no unknown fields; numpy scalars and integral floats (``4.0`` for an
+    integer) are accepted as the plain values they stand for."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _plain_numbers(cls, data: Any, handler: Any) -> Any:
+        return _lenient(handler, data)
+
+
 class InstanceBase(BaseModel):
     """Base of every kind's instance model: strict, frozen, no unknown fields.
 
@@ -83,6 +185,13 @@ class InstanceBase(BaseModel):
         allow_inf_nan=False,
         arbitrary_types_allowed=False,
     )
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _plain_numbers(cls, data: Any, handler: Any) -> Any:
+        """numpy scalars and integral floats (``4.0`` for an integer field) are accepted
+        as the plain Python values they stand for, anywhere in the instance."""
+        return _lenient(handler, data)
 
     @model_validator(mode="before")
     @classmethod
@@ -111,6 +220,24 @@ class InstanceBase(BaseModel):
             raise exc.with_source(source) if source else exc from None
         except RecursionError:
             raise InstanceError(f"nested more than {MAX_DEPTH} levels deep", None, source) from None
+
+    @classmethod
+    def model_json_schema(  # type: ignore[override]
+        cls,
+        by_alias: bool = True,
+        ref_template: str = DEFAULT_REF_TEMPLATE,
+        schema_generator: type[GenerateJsonSchema] = GenerateJsonSchema,
+        mode: JsonSchemaMode = "validation",
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """The published JSON Schema of instance files of this kind (``hetopt schema
+        KIND``): pydantic's, plus the limits hetopt enforces that a schema can state
+        (:class:`hetopt.schema.InstanceJsonSchema`)."""
+        if schema_generator is GenerateJsonSchema:
+            from .schema import InstanceJsonSchema
+
+            schema_generator = InstanceJsonSchema
+        return super().model_json_schema(by_alias, ref_template, schema_generator, mode, **kwargs)
 
     def to_dict(self) -> dict[str, Any]:
         """The instance as a plain dict (round-trips through :meth:`from_dict`)."""

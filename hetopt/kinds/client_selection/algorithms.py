@@ -309,6 +309,9 @@ def smallest_first(
     return sel
 
 
+_I32_MAX = 2**31 - 1
+
+
 def _max_flow(
     targets: np.ndarray,
     pc: np.ndarray,
@@ -325,7 +328,12 @@ def _max_flow(
     src, sink = 0, C + m + 1
     rows = np.concatenate([np.zeros(C, dtype=np.int64), 1 + pk, 1 + C + np.arange(m)])
     cols = np.concatenate([1 + np.arange(C), 1 + C + pc, np.full(m, sink)])
-    caps_all = np.concatenate([targets, cnt, caps]).astype(np.int32)
+    caps_all = np.concatenate([targets, cnt, caps]).astype(np.int64)
+    # scipy's max flow counts in int32: a capacity beyond the total demand is never used
+    big = caps_all > _I32_MAX
+    if big.any():
+        caps_all[big] = min(int(np.sum(targets)), _I32_MAX)
+    caps_all = caps_all.astype(np.int32)
     g = sp.csr_array((caps_all, (rows, cols)), shape=(C + m + 2, C + m + 2))
     res = maximum_flow(g, src, sink)
     flow = sp.csr_array(res.flow)
