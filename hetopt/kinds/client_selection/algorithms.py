@@ -15,6 +15,7 @@ functions serve both as the fast path and as test oracles.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from dataclasses import dataclass
@@ -240,36 +241,51 @@ def fedcs_greedy(
     ok = np.ones(n, dtype=bool) if allowed is None else allowed.copy()
     cap = n if max_clients is None else max_clients
     sel = np.zeros(n, dtype=bool)
-    used = ~ok
     by_ready = np.flatnonzero(ok)
     by_ready = by_ready[np.argsort(ready[by_ready], kind="stable")]
     r = ready.tolist()
     u = upload.tolist()
     br = by_ready.tolist()
+    rs = ready[by_ready].tolist()  # ready times in ``br`` order (sorted)
+    # the clients not ready yet are always a suffix br[nxt:] of the ready order (a
+    # client taken before it is ready is ready once taken), so the best of them --
+    # least ready_s + upload_s, then least index, as a heap of tuples would order
+    # them -- is a suffix minimum, computed once
+    m = len(br)
+    wait_best: list[tuple[float, int]] = [(math.inf, -1)] * (m + 1)
+    best_t: tuple[float, int] = (math.inf, -1)
+    for k in range(m - 1, -1, -1):
+        i = br[k]
+        t = (r[i] + u[i], i)
+        if t < best_t:
+            best_t = t
+        wait_best[k] = best_t
     ready_heap: list[tuple[float, int]] = []
-    wait_heap = [(r[i] + u[i], i) for i in br]
-    heapq.heapify(wait_heap)
     nxt = 0
     elapsed = 0.0
     limit = deadline + tol
     count = 0
-    used_l = used.tolist()
+    used_l = [False] * n
     while count < cap:
-        while nxt < len(br) and r[br[nxt]] <= elapsed:
-            i = br[nxt]
-            if not used_l[i]:
-                heapq.heappush(ready_heap, (u[i], i))
-            nxt += 1
+        if nxt < m and rs[nxt] <= elapsed:
+            j = bisect.bisect_right(rs, elapsed, nxt)
+            batch = [(u[i], i) for i in br[nxt:j] if not used_l[i]]
+            if len(batch) > len(ready_heap) // 4:
+                ready_heap.extend(batch)
+                heapq.heapify(ready_heap)
+            else:
+                for item in batch:
+                    heapq.heappush(ready_heap, item)
+            nxt = j
         while ready_heap and used_l[ready_heap[0][1]]:
             heapq.heappop(ready_heap)
-        while wait_heap and (used_l[wait_heap[0][1]] or r[wait_heap[0][1]] <= elapsed):
-            heapq.heappop(wait_heap)
         best = math.inf
         pick = -1
         if ready_heap:
             best, pick = ready_heap[0]
-        if wait_heap and wait_heap[0][0] - elapsed < best:
-            best, pick = wait_heap[0][0] - elapsed, wait_heap[0][1]
+        wait_t, wait_i = wait_best[nxt]
+        if wait_i >= 0 and wait_t - elapsed < best:
+            best, pick = wait_t - elapsed, wait_i
         if pick < 0:
             break
         if elapsed + best > limit:
