@@ -15,6 +15,7 @@ from .instance import InstanceBase
 from .kinds import get_kind, instance_from_dict, read_instance
 from .kinds.base import Kind, enforce_verification
 from .options import SolveOptions
+from .progress import ProgressCallback
 from .result import Result, Verification
 
 InstanceLike = InstanceBase | Mapping[str, Any] | str | Path
@@ -39,6 +40,7 @@ def solve(
     instance: InstanceLike,
     objective: str | None = None,
     options: SolveOptions | Mapping[str, Any] | None = None,
+    progress: ProgressCallback | None = None,
     **params: Any,
 ) -> Result:
     """Solve an instance of any kind exactly with HiGHS.
@@ -54,6 +56,10 @@ def solve(
     options
         :class:`SolveOptions` (time limit, gap, threads, seed, raw HiGHS options), or a
         mapping of the same names (``{"time_limit_s": 10}``).
+    progress
+        Called with :class:`hetopt.progress.Progress` events while the solve runs:
+        MIP incumbent, bound and gap (about twice a second), each HiGHS run, and the
+        steps of multi-solve methods (Pareto points, decomposition iterations, ...).
     **params
         Kind-specific switches, e.g. ``agnostic=True`` for ``gpu_cluster``.
 
@@ -78,7 +84,7 @@ def solve(
             return pipeline.interruptible(
                 lambda: enforce_verification(kind.solve(inst, name, opts, **params))
             )
-        return pipeline.solve(kind, inst, name, opts, kind.parse_params(params))
+        return pipeline.solve(kind, inst, name, opts, kind.parse_params(params), progress)
     except InstanceError as exc:
         raise (exc.with_source(source) if source and not exc.source else exc) from None
 

@@ -229,8 +229,10 @@ def fedcs_greedy(
     Repeatedly take the remaining client that adds the least elapsed time
     ``upload_s + max(0, ready_s - elapsed)``; if the round would then end after the
     deadline, drop that client and continue (which ends the loop: every other client
-    adds at least as much). O(n log n) with two heaps (ready clients by
-    ``upload_s``; not-yet-ready clients by ``ready_s + upload_s``).
+    adds at least as much). O(n log n): clients in ready-time order; the best ready client
+    (least ``upload_s``, then least index) from a segment tree of ranks over the ready
+    prefix, the best waiting one (least ``ready_s + upload_s``, then least index) a suffix
+    minimum.
 
     Returns
     -------
@@ -238,63 +240,81 @@ def fedcs_greedy(
         Boolean mask of the clients FedCS selects.
     """
     n = len(ready)
-    ok = np.ones(n, dtype=bool) if allowed is None else allowed.copy()
+    ok = np.ones(n, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
     cap = n if max_clients is None else max_clients
     sel = np.zeros(n, dtype=bool)
-    by_ready = np.flatnonzero(ok)
-    by_ready = by_ready[np.argsort(ready[by_ready], kind="stable")]
-    r = ready.tolist()
-    u = upload.tolist()
-    br = by_ready.tolist()
-    rs = ready[by_ready].tolist()  # ready times in ``br`` order (sorted)
-    # the clients not ready yet are always a suffix br[nxt:] of the ready order (a
-    # client taken before it is ready is ready once taken), so the best of them --
-    # least ready_s + upload_s, then least index, as a heap of tuples would order
-    # them -- is a suffix minimum, computed once
-    m = len(br)
-    wait_best: list[tuple[float, int]] = [(math.inf, -1)] * (m + 1)
-    best_t: tuple[float, int] = (math.inf, -1)
-    for k in range(m - 1, -1, -1):
-        i = br[k]
-        t = (r[i] + u[i], i)
-        if t < best_t:
-            best_t = t
-        wait_best[k] = best_t
-    ready_heap: list[tuple[float, int]] = []
+    order = np.flatnonzero(ok)
+    order = order[np.argsort(ready[order], kind="stable")]  # ready-time order
+    m = len(order)
+    if m == 0 or cap <= 0:
+        return sel
+    up = upload[order]
+    finish = ready[order] + up  # as Python would add them: the same doubles
+    # ranks encode (value, client index) orders, so one integer compares like a tuple
+    rank_up = np.empty(m, dtype=np.int64)
+    rank_up[np.lexsort((order, up))] = np.arange(m)
+    by_finish = np.lexsort((order, finish))
+    rank_fin = np.empty(m, dtype=np.int64)
+    rank_fin[by_finish] = np.arange(m)
+    # the clients not ready yet are a suffix of the ready order (a client taken before
+    # it is ready is ready once taken): the best of them is a suffix minimum
+    wait_best = [*np.minimum.accumulate(rank_fin[::-1])[::-1].tolist(), m]
+    fin_pos = by_finish.tolist()  # rank -> position in the ready order
+    up_pos = np.argsort(rank_up).tolist()  # rank -> position
+    size = 1 << max(0, (m - 1).bit_length())
+    tree = [m] * (2 * size)  # min rank over each node's positions; m = none
+    tree[size : size + m] = rank_up.tolist()
+    for k in range(size - 1, 0, -1):
+        a, b = tree[2 * k], tree[2 * k + 1]
+        tree[k] = a if a < b else b
+    rs = ready[order].tolist()
+    ul = up.tolist()
+    fl = finish.tolist()
     nxt = 0
     elapsed = 0.0
     limit = deadline + tol
     count = 0
-    used_l = [False] * n
     while count < cap:
-        if nxt < m and rs[nxt] <= elapsed:
-            j = bisect.bisect_right(rs, elapsed, nxt)
-            batch = [(u[i], i) for i in br[nxt:j] if not used_l[i]]
-            if len(batch) > len(ready_heap) // 4:
-                ready_heap.extend(batch)
-                heapq.heapify(ready_heap)
-            else:
-                for item in batch:
-                    heapq.heappush(ready_heap, item)
-            nxt = j
-        while ready_heap and used_l[ready_heap[0][1]]:
-            heapq.heappop(ready_heap)
+        nxt = bisect.bisect_right(rs, elapsed, nxt)
+        # best ready client: least rank over positions [0, nxt)
+        best_rank = m
+        lo, hi = size, size + nxt
+        while lo < hi:
+            if lo & 1:
+                if tree[lo] < best_rank:
+                    best_rank = tree[lo]
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                if tree[hi] < best_rank:
+                    best_rank = tree[hi]
+            lo >>= 1
+            hi >>= 1
         best = math.inf
         pick = -1
-        if ready_heap:
-            best, pick = ready_heap[0]
-        wait_t, wait_i = wait_best[nxt]
-        if wait_i >= 0 and wait_t - elapsed < best:
-            best, pick = wait_t - elapsed, wait_i
+        if best_rank < m:
+            pick = up_pos[best_rank]
+            best = ul[pick]
+        w = wait_best[nxt]
+        if w < m:
+            j = fin_pos[w]
+            if fl[j] - elapsed < best:
+                best, pick = fl[j] - elapsed, j
         if pick < 0:
             break
         if elapsed + best > limit:
             # FedCS drops this client and goes on, but ``elapsed`` is unchanged and every
             # other client adds at least ``best``: none fits any more, so stop here.
             break
-        used_l[pick] = True
+        k = size + pick  # taken: out of the tree
+        tree[k] = m
+        k >>= 1
+        while k:
+            a, b = tree[2 * k], tree[2 * k + 1]
+            tree[k] = a if a < b else b
+            k >>= 1
         elapsed += best
-        sel[pick] = True
+        sel[order[pick]] = True
         count += 1
     return sel
 

@@ -13,12 +13,14 @@ horizon (:func:`hetopt.rolling.rolling_schedule`) uses :mod:`.rolling`'s hooks.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import ClassVar
 
 from ...contract import Method
 from ...options import SolveOptions
 from ...result import Result, Verification
+from .._shared.choice import CHOICE_DETAIL, Choice, chosen
 from ..base import Kind, Objective, UsageError
 from . import verify as V
 from .data import Agent, HumanRobotInstance, Precedence, Task, TeamArrays
@@ -48,6 +50,8 @@ __all__ = [
     "start_order",
 ]
 
+log = logging.getLogger(__name__)
+
 EXACT_MAX_TASKS = 15
 EXACT_MAX_PAIRS = 75
 """``method="auto"`` runs the exact MILP up to 15 tasks and 75 capable task-agent pairs."""
@@ -72,9 +76,22 @@ METHODS: dict[tuple[str, str], Method] = {
 
 def auto_method(arr: TeamArrays) -> str:
     """What ``method="auto"`` runs: the exact MILP on small instances."""
+    return auto_choice(arr)[0]
+
+
+def auto_choice(arr: TeamArrays) -> tuple[str, Choice]:
+    """What ``method="auto"`` runs and why (reported as ``info["method_choice"]``)."""
     pairs = int(arr.capable.sum())
-    small = pairs <= EXACT_MAX_PAIRS and arr.num_tasks <= EXACT_MAX_TASKS
-    return "exact" if small else "decomposition"
+    tasks = arr.num_tasks
+    size = f"{tasks} tasks, {pairs} capable task-agent pairs"
+    limits = f"exact up to {EXACT_MAX_TASKS} tasks and {EXACT_MAX_PAIRS} pairs"
+    if pairs <= EXACT_MAX_PAIRS and tasks <= EXACT_MAX_TASKS:
+        return "exact", Choice(f"auto chose the exact MILP ({size}; {limits})")
+    return "decomposition", Choice(
+        f"auto chose decomposition (allocate, then sequence: feasible, no optimality "
+        f"proof) for {size} ({limits}); method='exact' runs the MILP",
+        fallback=True,
+    )
 
 
 class HumanRobotKind(Kind):
@@ -87,7 +104,7 @@ class HumanRobotKind(Kind):
     params_model = HumanRobotParams
     methods: ClassVar[Mapping[str, Method]] = {o.name: METHODS[o.name, "exact"] for o in OBJECTIVES}
     tables = TABLES
-    details = (*DETAILS, *ROLLING_DETAILS)
+    details = (*DETAILS, *ROLLING_DETAILS, CHOICE_DETAIL)
     replanner: ClassVar[HumanRobotReplanner] = HumanRobotReplanner()
     """The hooks :func:`hetopt.rolling.rolling_schedule` calls."""
 
@@ -100,8 +117,10 @@ class HumanRobotKind(Kind):
             raise UsageError(
                 "objective 'max_human_workload' needs at least one agent of type 'human'"
             )
-        method = auto_method(arr) if params.method == "auto" else params.method
-        return METHODS[objective, method]
+        if params.method != "auto":
+            return METHODS[objective, params.method]
+        method, choice = auto_choice(arr)
+        return chosen(METHODS[objective, method], choice, log, self.name)
 
     def verify(self, instance: HumanRobotInstance, result: Result) -> Verification:
         fixed = result.info.get("fixed") if result.info else None

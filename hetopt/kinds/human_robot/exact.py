@@ -23,6 +23,7 @@ from ...contract import BuildMethodBase, Built, Outcome, RunMethodBase, SolveVie
 from ...highs import INF as HIGHS_INF
 from ...options import SolveOptions
 from ...status import Status
+from .._shared.choice import Choice, ReportsChoice
 from . import formulations as F
 from . import verify as V
 from .data import HumanRobotInstance, TeamArrays
@@ -178,15 +179,22 @@ def cycle_outcome(cycle: list[Arc], details: dict[str, Any]) -> Outcome:
 
 
 @dataclass(frozen=True)
-class Exact(RunMethodBase):
+class Exact(ReportsChoice, RunMethodBase):
     """``method="exact"``: pre-check, MIP start, MILP, diagnosis or fallback."""
 
     objective: str
+    choice: Choice | None = None
+    """Set when ``method="auto"`` picked this method (reported in ``info``)."""
 
     def build(self, instance: HumanRobotInstance, params: HumanRobotParams) -> Built:
         return ExactMilp(self.objective).build(instance, params)
 
     def run(
+        self, session: Session, instance: HumanRobotInstance, params: HumanRobotParams
+    ) -> Outcome:
+        return self.report_choice(self._run(session, instance, params))
+
+    def _run(
         self, session: Session, instance: HumanRobotInstance, params: HumanRobotParams
     ) -> Outcome:
         arr = instance.arrays

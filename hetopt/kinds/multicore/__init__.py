@@ -14,6 +14,7 @@ from typing import Any
 from ...contract import Column, Detail, Method, Table
 from ...errors import InstanceError, UsageError
 from ...result import Result, Verification
+from .._shared.choice import CHOICE_DETAIL
 from ..base import Kind, Objective
 from . import verify as V
 from .data import Core, MulticoreArrays, MulticoreInstance, Task, with_limits
@@ -86,6 +87,7 @@ PARETO = Table(
 
 DETAILS = (
     Detail("formulation", "str", "the model solved: assignment, disjunctive or time_indexed"),
+    CHOICE_DETAIL,
     Detail("horizon_s", "float", "horizon of the model (big-M, time-indexed length)", "s"),
     Detail("heuristic_makespan_s", "float", "makespan of the best list schedule", "s"),
     Detail("symmetry_classes", "int", "classes of interchangeable cores ordered (0: off)"),

@@ -54,6 +54,8 @@ class Plan:
     integer_makespan: bool = False
     """Durations are whole numbers and the objective is the makespan: the optimum is a
     whole number, so a bound can be rounded up."""
+    choice: str = ""
+    """Why ``formulation="auto"`` chose :attr:`formulation` (empty when it was given)."""
 
     @property
     def scale(self) -> float:

@@ -170,9 +170,11 @@ class Pareto(RunMethodBase):
         first_sched = schedule_from_solution(built, first)
         c_star = first_sched.makespan
         points: list[Point] = []
+        session.notify("point", 0, params.pareto_points, f"shortest makespan {c_star:.6g} s")
         p = eps.point(eps.mk_hi * plan.t_ref)
         if p is not None:
             points.append(p)
+            session.notify("point", len(points), params.pareto_points, _point_text(p))
         step = 1.0
         if p is not None and not arr.integer_durations:
             step = max((p[0] - c_star) / (params.pareto_points - 1), 1e-6 * max(c_star, 1e-9))
@@ -188,9 +190,14 @@ class Pareto(RunMethodBase):
                 if p[0] >= c_last - 1e-9:  # no progress (numerics): stop
                     break
                 points.append(p)
+                session.notify("point", len(points), params.pareto_points, _point_text(p))
         if not points:  # out of time after the first solve: its schedule is all there is
             points.append((c_star, arr.energy(first_sched.core, c_star), first_sched))
         return _front(arr, prep, eps, points, c_star, params.pareto_points)
+
+
+def _point_text(p: Point) -> str:
+    return f"makespan {p[0]:.6g} s, energy {p[1]:.6g} J"
 
 
 def _front(

@@ -110,17 +110,10 @@ def make_plan(
     if arr.deadline is not None:
         horizon = min(horizon, arr.deadline)
     integer = arr.integer_durations
+    choice = ""
     if formulation == "auto":
-        if not arr.has_dag:
-            formulation = "assignment"
-        elif (
-            integer
-            and horizon <= F.TIME_INDEXED_MAX_HORIZON
-            and F.horizon_slots(arr, horizon) <= F.TIME_INDEXED_MAX_SLOTS
-        ):
-            formulation = "time_indexed"
-        else:
-            formulation = "disjunctive"
+        formulation, choice = _auto_formulation(arr, horizon, integer)
+        log.info("multicore: %s", choice)
     if formulation == "assignment" and arr.has_dag:
         raise UsageError(
             "formulation 'assignment' is for independent tasks; this instance has predecessors"
@@ -135,6 +128,35 @@ def make_plan(
         horizon=float(horizon),
         symmetry=symmetry,
         integer_makespan=integer and goal.whole_makespan,
+        choice=choice,
+    )
+
+
+def _auto_formulation(arr: MulticoreArrays, horizon: float, integer: bool) -> tuple[str, str]:
+    """What ``formulation="auto"`` builds, and why (``info["method_choice"]``)."""
+    if not arr.has_dag:
+        return "assignment", "auto chose assignment (independent tasks: no order to model)"
+    if not integer:
+        return "disjunctive", (
+            "auto chose disjunctive (a DAG whose durations are not whole numbers: "
+            "time_indexed needs whole-number durations)"
+        )
+    limits = f"{F.TIME_INDEXED_MAX_HORIZON:g} s, {F.TIME_INDEXED_MAX_SLOTS:,} start binaries"
+    if horizon > F.TIME_INDEXED_MAX_HORIZON:
+        return "disjunctive", (
+            f"auto chose disjunctive (a DAG with whole-number durations, but the horizon "
+            f"{horizon:g} s exceeds time_indexed's limits: {limits})"
+        )
+    slots = F.horizon_slots(arr, horizon)
+    if slots <= F.TIME_INDEXED_MAX_SLOTS:
+        return "time_indexed", (
+            f"auto chose time_indexed (a DAG with whole-number durations, horizon {horizon:g} s "
+            f"and {slots:,} start binaries within {limits}); formulation='disjunctive' for "
+            "the big-M model"
+        )
+    return "disjunctive", (
+        f"auto chose disjunctive (a DAG with whole-number durations, but {slots:,} start "
+        f"binaries exceed time_indexed's limits: {limits})"
     )
 
 
@@ -176,12 +198,15 @@ def whole_second_gap(options: SolveOptions, t_ref: float) -> SolveOptions:
 def plan_info(prep: Prepared) -> dict[str, Any]:
     """The details every ``multicore`` result reports (known before solving)."""
     plan = prep.plan
-    return {
+    info: dict[str, Any] = {
         "formulation": plan.formulation,
         "horizon_s": plan.horizon,
         "heuristic_makespan_s": prep.heuristic.makespan,
         "symmetry_classes": len(prep.arrays.identical_core_classes()) if plan.symmetry else 0,
     }
+    if plan.choice:
+        info["method_choice"] = plan.choice
+    return info
 
 
 # ------------------------------------------------------------------------------- extraction
