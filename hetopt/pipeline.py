@@ -279,7 +279,11 @@ class Session:
         converts the model's objective to the kind's unit) and a ``solved`` event after
         it."""
         opts = options or self.options
-        raw = live.highs_model.solve(opts, lp_method, self._mip_receiver(stage, unscale))
+        receiver = self._mip_receiver(stage, unscale)
+        if receiver is None:  # (the call every HighsModel-like object understands)
+            raw = live.highs_model.solve(opts, lp_method)
+        else:
+            raw = live.highs_model.solve(opts, lp_method, progress=receiver)
         self.timings["solve_s"] += raw.solve_s
         st = self._stages.setdefault(stage, _Stage())
         st.solves += 1

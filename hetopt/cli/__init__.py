@@ -362,7 +362,7 @@ def solve(
         if v is not None
     }
     opts = opts.replace(**changes) if changes else opts
-    _warn_threads(opts.threads)
+    opts = _warn_threads(opts)
     kw = _parse_param(params)
     if agnostic:
         kw["agnostic"] = True
@@ -421,12 +421,16 @@ def _is_terminal(stream: Any) -> bool:
         return False
 
 
-def _warn_threads(threads: int | None) -> None:
+def _warn_threads(opts: Any) -> Any:
+    """``opts`` with more threads than cores capped, saying so once."""
     from ..highs import available_cores
 
     cores = available_cores()
+    threads = opts.threads
     if threads is not None and threads > cores:
         warn(f"--threads {threads} is more than the {cores} cores available: using {cores}")
+        return opts.replace(threads=cores)
+    return opts
 
 
 @main.command(epilog=EXIT_CODES_HELP)
