@@ -40,6 +40,7 @@ from ...options import SolveOptions
 from ...pipeline import run_method
 from ...status import Status
 from .._shared.choice import Choice, ReportsChoice, chosen
+from .._shared.export import export_objective_of, rescale_objective
 from . import algorithms as A
 from . import formulations as F
 from .data import ClientArrays, ClientSelectionInstance, ClientSelectionParams, SampleArrays
@@ -248,6 +249,12 @@ class CountMilp(ReportsChoice, BuildMethodBase):
     def unscale_bound(self, built: Built, bound: float) -> float:
         return bound * built.layout.scale
 
+    def export_objective(
+        self, instance: ClientSelectionInstance, params: ClientSelectionParams, built: Built
+    ) -> None:
+        """The objective in its own unit (the model's is divided by ``layout.scale``)."""
+        rescale_objective(built.model, built.layout.scale)
+
 
 class TestingMilp(BuildMethodBase):
     """``min_duration`` (Oort's testing-set selection) as a MILP
@@ -341,6 +348,12 @@ class TestingMilp(BuildMethodBase):
     def unscale_bound(self, built: Built, bound: float) -> float:
         return bound * built.layout.scale
 
+    def export_objective(
+        self, instance: ClientSelectionInstance, params: ClientSelectionParams, built: Built
+    ) -> None:
+        """The objective in its own unit (the model's is divided by ``layout.scale``)."""
+        rescale_objective(built.model, built.layout.scale)
+
 
 def _gap_tol(options: SolveOptions) -> float:
     return DEFAULT_MIP_REL_GAP if options.mip_rel_gap is None else options.mip_rel_gap
@@ -363,6 +376,11 @@ class Testing(ReportsChoice, RunMethodBase):
     def build(self, instance: ClientSelectionInstance, params: ClientSelectionParams) -> Built:
         return self.milp.build(instance, params)
 
+    def export_objective(
+        self, instance: ClientSelectionInstance, params: ClientSelectionParams, built: Built
+    ) -> None:
+        export_objective_of(self.milp, instance, params, built)
+
 
 # ---------------------------------------------------------------------------- no solver
 class _Exports(ReportsChoice, RunMethodBase):
@@ -374,6 +392,11 @@ class _Exports(ReportsChoice, RunMethodBase):
 
     def build(self, instance: ClientSelectionInstance, params: ClientSelectionParams) -> Built:
         return self.milp.build(instance, params)
+
+    def export_objective(
+        self, instance: ClientSelectionInstance, params: ClientSelectionParams, built: Built
+    ) -> None:
+        export_objective_of(self.milp, instance, params, built)
 
 
 def _selected(

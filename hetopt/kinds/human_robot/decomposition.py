@@ -707,7 +707,8 @@ def run_decomposition(
 class Decomposition(ReportsChoice, RunMethodBase):
     """``method="decomposition"``: pre-check, then allocate / sequence / improve.
 
-    ``build`` (what ``hetopt export`` writes) is the exact MILP, as for every method."""
+    ``build`` (what ``hetopt export`` writes) is the exact MILP, as for every method
+    (objective in seconds)."""
 
     objective: str
     choice: Choice | None = None
@@ -717,6 +718,15 @@ class Decomposition(ReportsChoice, RunMethodBase):
         from .exact import ExactMilp
 
         return ExactMilp(self.objective).build(instance, params)
+
+    def export_objective(
+        self, instance: HumanRobotInstance, params: HumanRobotParams, built: Built
+    ) -> None:
+        """The exact MILP's objective in seconds (the allocation and sequencing stages
+        are not exported: the file is the problem the decomposition approximates)."""
+        from .exact import ExactMilp
+
+        ExactMilp(self.objective).export_objective(instance, params, built)
 
     def run(
         self, session: Session, instance: HumanRobotInstance, params: HumanRobotParams

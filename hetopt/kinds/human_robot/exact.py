@@ -24,6 +24,7 @@ from ...highs import INF as HIGHS_INF
 from ...options import SolveOptions
 from ...status import Status
 from .._shared.choice import Choice, ReportsChoice
+from .._shared.export import rescale_objective
 from . import formulations as F
 from . import verify as V
 from .data import HumanRobotInstance, TeamArrays
@@ -70,6 +71,12 @@ class ExactMilp(BuildMethodBase):
         """HiGHS's bound (in units of ``m.obj``) in seconds (or weighted seconds), for a
         solve that stopped without a schedule."""
         return float(bound) * built.layout.objective_scale
+
+    def export_objective(
+        self, instance: HumanRobotInstance, params: HumanRobotParams, built: Built
+    ) -> None:
+        """The objective in seconds (or weighted seconds), as hetopt reports it."""
+        rescale_objective(built.model, built.layout.objective_scale)
 
     def start(
         self,
@@ -188,6 +195,11 @@ class Exact(ReportsChoice, RunMethodBase):
 
     def build(self, instance: HumanRobotInstance, params: HumanRobotParams) -> Built:
         return ExactMilp(self.objective).build(instance, params)
+
+    def export_objective(
+        self, instance: HumanRobotInstance, params: HumanRobotParams, built: Built
+    ) -> None:
+        ExactMilp(self.objective).export_objective(instance, params, built)
 
     def run(
         self, session: Session, instance: HumanRobotInstance, params: HumanRobotParams

@@ -30,6 +30,7 @@ import pandas as pd
 from ...contract import Built, Outcome, RunMethodBase, SolveView
 from ...options import SolveOptions
 from ...status import Status
+from .._shared.export import rescale_objective
 from . import formulations as F
 from .data import MulticoreArrays, MulticoreInstance
 from .heuristics import Schedule
@@ -146,6 +147,14 @@ class Pareto(RunMethodBase):
 
     def build(self, instance: MulticoreInstance, params: MulticoreParams) -> Built:
         return prepare(instance, params, "pareto")
+
+    def export_objective(
+        self, instance: MulticoreInstance, params: MulticoreParams, built: Built
+    ) -> None:
+        """The first stage, the shortest makespan, in seconds (the later points add an
+        energy or makespan cap to this model and change its objective; they are not
+        exported)."""
+        rescale_objective(built.model, built.layout.plan.scale)
 
     def run(
         self, session: Session, instance: MulticoreInstance, params: MulticoreParams

@@ -24,6 +24,7 @@ from ...contract import (
 from ...errors import UsageError
 from ...options import SolveOptions
 from ...status import Status
+from .._shared.export import export_objective_of, rescale_objective
 from . import formulations as F
 from .data import MulticoreArrays, MulticoreInstance
 from .heuristics import Schedule, best_list_schedule, left_shift
@@ -326,6 +327,13 @@ class Scheduled(BuildMethodBase):
         plan = built.layout.plan
         return whole_second_gap(options, plan.t_ref) if plan.integer_makespan else options
 
+    def export_objective(
+        self, instance: MulticoreInstance, params: MulticoreParams, built: Built
+    ) -> None:
+        """The makespan in seconds or the energy in joules (the model's is in units of
+        ``t_ref`` / ``e_ref``)."""
+        rescale_objective(built.model, built.layout.plan.scale)
+
     def unscale_bound(self, built: Built, bound: float) -> float:
         # HiGHS reports a finite bound or none when it stops without a solution
         b = scaled_bound(built.layout.plan, bound)
@@ -374,6 +382,11 @@ class Relaxation(RunMethodBase):
 
     def build(self, instance: MulticoreInstance, params: MulticoreParams) -> Built:
         return self.mip.build(instance, params)
+
+    def export_objective(
+        self, instance: MulticoreInstance, params: MulticoreParams, built: Built
+    ) -> None:
+        self.mip.export_objective(instance, params, built)
 
     def run(
         self, session: Session, instance: MulticoreInstance, params: MulticoreParams
@@ -443,6 +456,11 @@ class Refused(RunMethodBase):
 
     def build(self, instance: MulticoreInstance, params: MulticoreParams) -> Built:
         return self.method.build(instance, params)
+
+    def export_objective(
+        self, instance: MulticoreInstance, params: MulticoreParams, built: Built
+    ) -> None:
+        export_objective_of(self.method, instance, params, built)
 
     def run(
         self, session: Session, instance: MulticoreInstance, params: MulticoreParams
