@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import graphlib
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -292,23 +293,18 @@ class MulticoreArrays:
 
 
 def _topological(preds: list[list[int]]) -> list[int]:
-    n = len(preds)
-    indeg = [len(p) for p in preds]
-    succ: list[list[int]] = [[] for _ in range(n)]
+    """Kahn's order (tasks without predecessors by index, then each task as its last
+    predecessor is placed), by :class:`graphlib.TopologicalSorter`: every task is added
+    first, in index order, so its ready tasks come out in that order."""
+    ts: graphlib.TopologicalSorter[int] = graphlib.TopologicalSorter()
+    for i in range(len(preds)):
+        ts.add(i)
     for j, ps in enumerate(preds):
-        for p in ps:
-            succ[p].append(j)
-    order = [i for i in range(n) if indeg[i] == 0]
-    k = 0
-    while k < len(order):
-        for j in succ[order[k]]:
-            indeg[j] -= 1
-            if indeg[j] == 0:
-                order.append(j)
-        k += 1
-    if len(order) != n:  # pragma: no cover - the validator rejects cycles
-        raise ValueError("cycle in predecessors")
-    return order
+        ts.add(j, *ps)
+    try:
+        return list(ts.static_order())
+    except graphlib.CycleError:  # pragma: no cover - the validator rejects cycles
+        raise ValueError("cycle in predecessors") from None
 
 
 def is_finite(x: float | None) -> bool:
