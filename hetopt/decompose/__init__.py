@@ -131,8 +131,14 @@ def components(instance: Any) -> list[np.ndarray]:
 
 
 def components_networkx(instance: Any) -> list[np.ndarray]:
-    """:func:`components` computed with networkx (the reference implementation)."""
-    import networkx as nx
+    """:func:`components` computed with networkx (the reference implementation the tests
+    compare with; networkx is in the ``test`` and ``dev`` extras, not a dependency)."""
+    try:
+        import networkx as nx
+    except ImportError:  # pragma: no cover - networkx is installed with the test extra
+        raise ImportError(
+            "components_networkx needs networkx: pip install 'hetopt[test]' (or networkx)"
+        ) from None
 
     inst = _load(instance)
     arr = inst.arrays
