@@ -157,3 +157,58 @@ def test_testing_lp_round_vs_milp(benchmark, spec: BenchSpec) -> None:
     assert r.bound <= m.objective_value * (1 + 1e-6)
     assert m.bound <= r.objective_value * (1 + 1e-6)
     record(benchmark, r, milp_s=m.runtime_s, milp_value=m.objective_value, lp_gap=r.gap)
+
+
+COLUMNS = [
+    register(
+        BenchSpec(
+            f"client_selection/columns_end_to_end/{n}",
+            "client_selection",
+            "max_clients",
+            {"clients": n, "deadline_s": 3600.0, "input": "dict of numpy arrays"},
+            slow=n > 100_000,
+        )
+    )
+    for n in (100_000, 1_000_000)
+]
+
+
+def client_columns(n: int, seed: int, deadline: float, upload_s: float) -> dict[str, np.ndarray]:
+    """The clients of :func:`instance` as columns (numpy arrays), as a federated-learning
+    server holds them."""
+    rng = np.random.default_rng(seed)
+    ready = np.round(rng.uniform(0, 0.9 * deadline, n), 2)
+    upload = np.round(rng.lognormal(np.log(upload_s), 0.8, n), 2) + 0.01
+    weight = rng.integers(1, 10, n).astype(float)
+    ids = np.array([f"c{i}" for i in range(n)], dtype=object)
+    return {"id": ids, "ready_s": ready, "upload_s": upload, "weight": weight}
+
+
+@pytest.mark.parametrize("spec", [_param(s) for s in COLUMNS])
+def test_columns_end_to_end(benchmark, spec: BenchSpec) -> None:
+    """Validate columns of ``n`` clients and solve the fast path (Moore-Hodgson, with
+    FedCS's greedy baseline, as ``hetopt.solve`` does by default): end to end."""
+    import time
+
+    n = spec.size["clients"]
+    cols = client_columns(n, 1, 3600.0, 4.0)
+    split: dict[str, float] = {}
+
+    def run() -> hetopt.Result:
+        t0, c0 = time.perf_counter(), time.process_time()
+        inst = ClientSelectionInstance(round_deadline_s=3600.0, clients=cols)
+        t1 = time.perf_counter()
+        r = hetopt.solve(inst, "max_clients", OPTS)
+        split.update(
+            validate_s=t1 - t0,
+            solve_total_s=time.perf_counter() - t1,
+            end_to_end_s=time.perf_counter() - t0,
+            end_to_end_cpu_s=time.process_time() - c0,
+        )
+        return r
+
+    r = benchmark.pedantic(run, rounds=1, iterations=1)
+    assert r.info["method"] == "moore_hodgson" and r.status == Status.OPTIMAL and r.ok
+    p, d = cols["upload_s"], 3600.0 - cols["ready_s"]
+    assert r.objective_value == A.max_on_time_count(p, d, A.REL_TOL * 3600.0)
+    record(benchmark, r, clients=n, **split)

@@ -1,7 +1,7 @@
 """hetopt: exact optimisation models for heterogeneous resources (Pyomo + HiGHS).
 
 >>> import hetopt
->>> result = hetopt.solve("instances/gpu_cluster/small.json")   # doctest: +SKIP
+>>> result = hetopt.solve(hetopt.examples.path("gpu_cluster/example.json"))  # doctest: +SKIP
 >>> result.status, result.objective_value                        # doctest: +SKIP
 >>> result.allocation                                            # doctest: +SKIP
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+from . import examples
 from .api import build_model, export_model, solve, verify
 from .errors import HetoptError, InstanceError, OptionsError, SolveError, UsageError
 from .kinds import get_kind, instance_from_dict, kind_names, read_instance
@@ -31,6 +32,7 @@ __all__ = [
     "Verification",
     "__version__",
     "build_model",
+    "examples",
     "export_model",
     "get_kind",
     "instance_from_dict",

@@ -15,6 +15,7 @@ from .instance import InstanceBase
 from .kinds import get_kind, instance_from_dict, read_instance
 from .kinds.base import Kind
 from .options import SolveOptions
+from .progress import ProgressCallback
 from .result import Result, Verification
 
 InstanceLike = InstanceBase | Mapping[str, Any] | str | Path
@@ -39,6 +40,7 @@ def solve(
     instance: InstanceLike,
     objective: str | None = None,
     options: SolveOptions | Mapping[str, Any] | None = None,
+    progress: ProgressCallback | None = None,
     **params: Any,
 ) -> Result:
     """Solve an instance of any kind exactly with HiGHS.
@@ -54,6 +56,10 @@ def solve(
     options
         :class:`SolveOptions` (time limit, gap, threads, seed, raw HiGHS options), or a
         mapping of the same names (``{"time_limit_s": 10}``).
+    progress
+        Called with :class:`hetopt.progress.Progress` events while the solve runs:
+        MIP incumbent, bound and gap (about twice a second), each HiGHS run, and the
+        steps of multi-solve methods (Pareto points, decomposition iterations, ...).
     **params
         Kind-specific switches, e.g. ``agnostic=True`` for ``gpu_cluster``.
 
@@ -73,7 +79,7 @@ def solve(
     kind = kind_of(inst)
     try:
         name = kind.resolve_objective(inst, objective)
-        return pipeline.solve(kind, inst, name, opts, kind.parse_params(params))
+        return pipeline.solve(kind, inst, name, opts, kind.parse_params(params), progress)
     except InstanceError as exc:
         raise (exc.with_source(source) if source and not exc.source else exc) from None
 
@@ -98,12 +104,15 @@ def export_model(
     objective: str | None = None,
     **params: Any,
 ) -> Path:
-    """Write the model as LP or MPS (names as in the model cards)."""
+    """Write the model as LP or MPS (names as in the model cards), its objective in the
+    objective's own unit: HiGHS (or any solver) on the file finds hetopt's
+    ``objective_value`` (single-solve methods; a multi-stage method writes the stage it
+    documents or refuses with a :class:`~hetopt.UsageError` naming the stage)."""
     p = Path(path)
     fmt = (fmt or p.suffix.lstrip(".")).lower()
     if fmt not in ("lp", "mps"):
         raise ValueError(f"format must be 'lp' or 'mps', got {fmt!r}")
-    model = build_model(instance, objective, **params)
+    model = _export_model(instance, objective, params)
     # Pyomo warns when the file name does not end in the format's usual extension; the
     # format is explicit here, so that warning is noise
     core_log = logging.getLogger("pyomo.core")
@@ -114,6 +123,31 @@ def export_model(
     finally:
         core_log.setLevel(level)
     return p
+
+
+def _export_model(
+    instance: InstanceLike, objective: str | None, params: Mapping[str, Any]
+) -> pyo.ConcreteModel:
+    """:func:`build_model`'s model with its objective in the objective's own unit: the
+    method's optional ``export_objective(instance, params, built)`` hook rewrites it (or
+    refuses a stage it cannot export; see :mod:`hetopt.kinds._shared.export`)."""
+    inst, source = load(instance)
+    kind = kind_of(inst)
+    try:
+        name = kind.resolve_objective(inst, objective)
+        if not kind.methods:  # TEMPORARY: a kind not yet on the pipeline (issue 12)
+            kind.check_params(dict(params))
+            return kind.build(inst, name, **params)
+        parsed = kind.parse_params(dict(params))
+        inst = kind.instance_for(inst, parsed)
+        method = kind.method_for(name, inst, parsed)
+        built = method.build(inst, parsed)
+        hook = getattr(method, "export_objective", None)
+        if hook is not None:
+            hook(inst, parsed, built)
+        return built.model
+    except InstanceError as exc:
+        raise (exc.with_source(source) if source and not exc.source else exc) from None
 
 
 def verify(instance: InstanceLike, result: Result) -> Verification:

@@ -18,7 +18,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -301,13 +301,57 @@ def clear_interrupt() -> None:
     _STOP.clear()
 
 
+_MIP_PROGRESS_TYPES = (_CB.kCallbackMipInterrupt, _CB.kCallbackMipImprovingSolution)
+
+PROGRESS_EVERY_S = 0.5
+"""Least time between two MIP progress reports (a new incumbent is always reported)."""
+
+
+class _Hooks:
+    """What HiGHS's callback reaches for one model: the progress receiver of the solve
+    that is running (``None``: nobody listens)."""
+
+    def __init__(self) -> None:
+        self.progress: Callable[[dict[str, Any]], None] | None = None
+        self.last = 0.0
+
+    def mip(self, improving: bool, data_out: Any) -> None:
+        now = time.perf_counter()
+        if not improving and now - self.last < PROGRESS_EVERY_S:
+            return
+        self.last = now
+        receiver = self.progress
+        if receiver is None:
+            return
+        try:
+            receiver(
+                {
+                    "incumbent": float(data_out.mip_primal_bound),
+                    "bound": float(data_out.mip_dual_bound),
+                    "gap": float(data_out.mip_gap),
+                    "nodes": int(data_out.mip_node_count),
+                    "running_s": float(data_out.running_time),
+                    "improving": improving,
+                }
+            )
+        except Exception as exc:  # never raise into HiGHS
+            log.debug("progress receiver raised %s: %s", type(exc).__name__, exc)
+
+
 def _callback(callback_type: int, message: str, data_out: Any, data_in: Any, user: Any) -> None:
     if callback_type == _CB.kCallbackLogging:
         line = message.rstrip("\n")
         if line:
             solver_log.info(line)
-    elif _STOP.is_set():
+        return
+    if _STOP.is_set() and callback_type in _INTERRUPT_TYPES:
         data_in.user_interrupt = True
+    if (
+        callback_type in _MIP_PROGRESS_TYPES
+        and isinstance(user, _Hooks)
+        and user.progress is not None
+    ):
+        user.mip(callback_type == _CB.kCallbackMipImprovingSolution, data_out)
 
 
 class HighsModel:
@@ -327,9 +371,11 @@ class HighsModel:
         _check(h.setOptionValue("log_to_console", False), "log_to_console")
         self._h = h
         self._logging = False
-        _check(h.setCallback(_callback, None), "callback")  # type: ignore[arg-type]
+        self._hooks = _Hooks()
+        _check(h.setCallback(_callback, self._hooks), "callback")  # type: ignore[arg-type]
         for cb in _INTERRUPT_TYPES:
             h.startCallback(cb)
+        self._improving = False
         cm = compiled
         A = cm.A
         status = h.passModel(
@@ -446,11 +492,30 @@ class HighsModel:
             return False
 
     def solve(
-        self, options: SolveOptions | None = None, default_lp_method: str = "auto"
+        self,
+        options: SolveOptions | None = None,
+        default_lp_method: str = "auto",
+        progress: Callable[[dict[str, Any]], None] | None = None,
     ) -> RawSolution:
-        """Run HiGHS and return a :class:`RawSolution` with an honest status."""
+        """Run HiGHS and return a :class:`RawSolution` with an honest status.
+
+        ``progress`` receives, during a MIP solve, ``{"incumbent", "bound", "gap",
+        "nodes", "running_s", "improving"}`` (HiGHS's own objective; at most every
+        :data:`PROGRESS_EVERY_S` seconds, and at every new incumbent), from HiGHS's thread.
+        """
         options = options or SolveOptions()
         self._apply_options(options, default_lp_method)
+        if progress is not None and self.compiled.is_mip and not self._improving:
+            self._h.startCallback(_CB.kCallbackMipImprovingSolution)
+            self._improving = True
+        self._hooks.progress = progress
+        self._hooks.last = time.perf_counter()
+        try:
+            return self._solve()
+        finally:
+            self._hooks.progress = None
+
+    def _solve(self) -> RawSolution:
         h = self._h
         t0 = time.perf_counter()
         if _STOP.is_set():  # Ctrl-C stopped an earlier solve of this top-level solve

@@ -7,17 +7,26 @@ file, the field path (``jobs[3].throughput.v100``) and what was expected.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema, JsonSchemaMode
 
+from .columns import is_columnar, list_record_model, records_from_columns, remember
 from .errors import InstanceError
 
 _FIELD_MARK = "@@"
+
+RECORDS_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "hetopt_records_only", default=False
+)
+"""Set while an instance file is validated: its list fields take records only."""
 MAX_ABS = 1e12
 """Largest magnitude a number in an instance may have (HiGHS treats 1e20 as infinite and
 rejects matrix coefficients from 1e15 on)."""
@@ -40,33 +49,158 @@ def _path(parts: list[Any]) -> str:
 
 def _find_huge(data: Any) -> tuple[str, str] | None:
     """The first number beyond :data:`MAX_ABS` or nesting beyond :data:`MAX_DEPTH`:
-    ``(field path, message)``, else ``None``. Iterative (no recursion limit) and builds a
-    path string only for what it reports."""
-    stack: list[tuple[Any, tuple[Any, ...]]] = [(data, ())]
-    while stack:
-        value, parts = stack.pop()
-        if isinstance(value, bool) or value is None or isinstance(value, str):
+    ``(field path, message)``, else ``None`` (depth first, in order). Recursion stops at
+    :data:`MAX_DEPTH`; a path string is built only for what it reports; records that are
+    already validated models are not entered."""
+    if isinstance(data, Mapping | list | tuple):
+        return _scan(data, ())
+    return (_path([]), _too_large()) if _huge(data) else None
+
+
+def _huge(value: Any) -> bool:
+    if isinstance(value, bool | np.bool_):
+        return False
+    if isinstance(value, int | np.integer):  # exact for integers of any size
+        return abs(int(value)) > MAX_ABS
+    if isinstance(value, float | np.floating):
+        return math.isfinite(value) and abs(float(value)) > MAX_ABS
+    return False
+
+
+def _scan(value: Any, parts: tuple[Any, ...]) -> tuple[str, str] | None:
+    if len(parts) >= MAX_DEPTH:
+        return _path(list(parts[:3])) + "...", f"nested more than {MAX_DEPTH} levels deep"
+    items = value.items() if isinstance(value, Mapping) else enumerate(value)
+    hi, lo = MAX_ABS, -MAX_ABS
+    for k, v in items:
+        t = type(v)
+        if t is float:
+            if (v > hi or v < lo) and v - v == 0:  # finite and too large
+                return _path([*parts, k]), _too_large()
+        elif t is int:
+            if v > hi or v < lo:
+                return _path([*parts, k]), _too_large()
+        elif t is str or t is bool or v is None:
             continue
-        if isinstance(value, int):  # exact for integers of any size
-            if abs(value) > MAX_ABS:
-                return _path(list(parts)), _too_large()
+        elif t is dict or t is list or t is tuple:
+            found = _scan(v, (*parts, k))
+            if found is not None:
+                return found
+        elif isinstance(v, BaseModel):
             continue
-        if isinstance(value, float):
-            if math.isfinite(value) and abs(value) > MAX_ABS:
-                return _path(list(parts)), _too_large()
-            continue
-        if len(parts) >= MAX_DEPTH and isinstance(value, Mapping | list | tuple):
-            return _path(list(parts[:3])) + "...", f"nested more than {MAX_DEPTH} levels deep"
-        if isinstance(value, Mapping):
-            items = list(value.items())
-            stack.extend((v, (*parts, k)) for k, v in reversed(items))
-        elif isinstance(value, list | tuple):
-            stack.extend((v, (*parts, i)) for i, v in reversed(list(enumerate(value))))
+        elif isinstance(v, Mapping | list | tuple):
+            found = _scan(v, (*parts, k))
+            if found is not None:
+                return found
+        elif _huge(v):
+            return _path([*parts, k]), _too_large()
     return None
 
 
 def _too_large() -> str:
     return f"number too large (|value| > {MAX_ABS:g}); use other units"
+
+
+_LENIENT_TYPES = ("int_type", "float_type", "bool_type")
+
+
+def _plain(value: Any, etype: str) -> Any:
+    """The plain Python value a strict field accepts for ``value``, or :data:`_KEEP`.
+
+    numpy scalars become Python ones; a float with a zero fractional part is an integer
+    where an integer is expected (JSON has one number type, and JSON Schema's
+    ``integer`` accepts ``4.0``). Booleans never become numbers."""
+    if isinstance(value, bool | np.bool_):
+        return bool(value) if etype == "bool_type" and isinstance(value, np.bool_) else _KEEP
+    if etype == "int_type":
+        if isinstance(value, np.integer):
+            return int(value)
+        if isinstance(value, float | np.floating) and math.isfinite(value):
+            return int(value) if float(value).is_integer() else _KEEP
+    if etype == "float_type" and isinstance(value, np.integer | np.floating):
+        return int(value) if isinstance(value, np.integer) else float(value)
+    return _KEEP
+
+
+_KEEP = object()
+
+
+def _lenient_copy(data: Any, exc: ValidationError) -> Any:
+    """``data`` with the values of ``exc``'s type errors that are numpy scalars or
+    integral floats replaced by plain Python values (copying only the containers on
+    the way), or ``None`` when no error is of that sort."""
+    fixes = []
+    for err in exc.errors(include_url=False):
+        if err.get("type") not in _LENIENT_TYPES or "input" not in err:
+            continue  # a real problem: reported after the others are fixed
+        new = _plain(err["input"], str(err["type"]))
+        if new is not _KEEP:
+            fixes.append((tuple(err.get("loc", ())), err["input"], new))
+    if not fixes:
+        return None
+    copied: dict[int, Any] = {}
+
+    def own(container: Any) -> Any:
+        if id(container) in copied:
+            return copied[id(container)]
+        dup = dict(container) if isinstance(container, Mapping) else list(container)
+        copied[id(dup)] = dup
+        copied[id(container)] = dup
+        return dup
+
+    root: Any = own(data) if isinstance(data, Mapping | list) else None
+    if root is None:
+        return None
+    changed = False
+    for loc, old, new in fixes:
+        node: Any = root
+        parent: Any = None
+        key: Any = None
+        for part in loc:  # parts that are not keys of the data are pydantic's union tags
+            holder: Any = node
+            if (isinstance(node, Mapping) and part in node) or (
+                isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+            ):
+                child = holder[part]
+            else:
+                continue
+            if isinstance(child, Mapping | list) and child is not old:
+                child = own(child)
+                holder[part] = child
+            node, parent, key = child, holder, part
+        if parent is None or (parent[key] is not old and parent[key] != old):
+            continue
+        parent[key] = new
+        changed = True
+    return root if changed else None
+
+
+def _lenient(handler: Any, data: Any) -> Any:
+    """Validate with ``handler``; on type errors that are only numpy scalars or integral
+    floats, validate once more with plain Python values."""
+    for _ in range(3):
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            fixed = _lenient_copy(data, exc)
+            if fixed is None:
+                raise
+            data = fixed
+    return handler(data)
+
+
+class RecordBase(BaseModel):
+    """Base of the records of an instance (a job, a client, a task, ...): strict,
+    frozen, no unknown fields; numpy scalars and integral floats (``4.0`` for an
+    integer) are accepted as the plain values they stand for."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+    def __init__(self, /, **data: Any) -> None:
+        # inside an instance, InstanceBase handles numpy scalars for its records (a
+        # validator per record would cost every record of a large instance); a record
+        # built on its own in Python gets the same leniency here
+        _lenient(lambda d: super(RecordBase, self).__init__(**d), data)
 
 
 class InstanceBase(BaseModel):
@@ -83,6 +217,42 @@ class InstanceBase(BaseModel):
         allow_inf_nan=False,
         arbitrary_types_allowed=False,
     )
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _plain_numbers(cls, data: Any, handler: Any) -> Any:
+        """Columns for list-of-records fields (:mod:`hetopt.columns`); numpy scalars
+        and integral floats (``4.0`` for an integer field) accepted as the plain Python
+        values they stand for, anywhere in the instance."""
+        given: dict[str, dict[str, Any]] = {}
+        if isinstance(data, Mapping):
+            fields = cls._record_fields()
+            columnar = (
+                [k for k in fields if k in data and is_columnar(data[k])]
+                if not RECORDS_ONLY.get()
+                else []
+            )
+            if columnar:
+                data = dict(data)
+                for name in columnar:
+                    data[name], given[name] = records_from_columns(fields[name], name, data[name])
+        instance = _lenient(handler, data)
+        for name, arrays in given.items():
+            remember(instance, name, arrays)
+        return instance
+
+    @classmethod
+    def _record_fields(cls) -> dict[str, type[BaseModel]]:
+        """Field name -> record model of every list-of-records field."""
+        cached = cls.__dict__.get("_hetopt_record_fields")
+        if cached is None:
+            cached = {}
+            for name, info in cls.model_fields.items():
+                rec = list_record_model(info)
+                if rec is not None:
+                    cached[name] = rec
+            type.__setattr__(cls, "_hetopt_record_fields", cached)
+        return cached  # type: ignore[no-any-return]
 
     @model_validator(mode="before")
     @classmethod
@@ -102,7 +272,12 @@ class InstanceBase(BaseModel):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str | None = None) -> Any:
-        """Validate ``data`` into an instance; raise :class:`InstanceError` on bad input."""
+        """Validate ``data`` into an instance; raise :class:`InstanceError` on bad input.
+
+        ``source`` names the file ``data`` was read from: a file's list-of-records
+        fields must be lists of records (columns are a Python API form,
+        :mod:`hetopt.columns`)."""
+        token = RECORDS_ONLY.set(True) if source is not None else None
         try:
             return cls.model_validate(dict(data))
         except ValidationError as exc:
@@ -111,6 +286,27 @@ class InstanceBase(BaseModel):
             raise exc.with_source(source) if source else exc from None
         except RecursionError:
             raise InstanceError(f"nested more than {MAX_DEPTH} levels deep", None, source) from None
+        finally:
+            if token is not None:
+                RECORDS_ONLY.reset(token)
+
+    @classmethod
+    def model_json_schema(  # type: ignore[override]
+        cls,
+        by_alias: bool = True,
+        ref_template: str = DEFAULT_REF_TEMPLATE,
+        schema_generator: type[GenerateJsonSchema] = GenerateJsonSchema,
+        mode: JsonSchemaMode = "validation",
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """The published JSON Schema of instance files of this kind (``hetopt schema
+        KIND``): pydantic's, plus the limits hetopt enforces that a schema can state
+        (:class:`hetopt.schema.InstanceJsonSchema`)."""
+        if schema_generator is GenerateJsonSchema:
+            from .schema import InstanceJsonSchema
+
+            schema_generator = InstanceJsonSchema
+        return super().model_json_schema(by_alias, ref_template, schema_generator, mode, **kwargs)
 
     def to_dict(self) -> dict[str, Any]:
         """The instance as a plain dict (round-trips through :meth:`from_dict`)."""
@@ -157,10 +353,22 @@ def validation_to_instance_error(exc: ValidationError, source: str | None) -> In
             err = InstanceError(err.message, f"{loc}.{err.field}", err.source)
         return err
     path = _loc_to_path(first.get("loc", ()))
+    sub, msg = _message(exc)
+    if sub:
+        path = f"{path}.{sub}" if path else sub
+    return InstanceError(msg, path or None, source)
+
+
+def _message(exc: ValidationError) -> tuple[str, str]:
+    """The first problem of ``exc`` as ``(sub-path, message)``: the sub-path a
+    :func:`fail` error names below the error's location (else empty), and one line (with
+    a count of the other problems)."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    sub = ""
     msg = str(first.get("msg", "invalid value"))
     if _FIELD_MARK in msg:
         _, sub, msg = msg.split(_FIELD_MARK, 2)
-        path = f"{path}.{sub}" if path and sub else (sub or path)
     else:
         etype = first.get("type", "")
         if etype == "extra_forbidden":
@@ -176,7 +384,7 @@ def validation_to_instance_error(exc: ValidationError, source: str | None) -> In
             msg = msg[len("Value error, ") :]
     if len(errors) > 1:
         msg += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
-    return InstanceError(msg, path or None, source)
+    return sub, msg
 
 
 class FileProblem(ValueError):

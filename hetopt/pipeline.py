@@ -22,7 +22,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from .contract import BuildMethod, Method
     from .highs import CompiledModel, HighsModel, RawSolution
     from .kinds.base import Kind
+    from .progress import ProgressCallback
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +93,13 @@ class LiveModel:
         options: SolveOptions | None = None,
         lp_method: str = "auto",
         stage: str = "main",
+        unscale: Callable[[float], float] | None = None,
     ) -> SolveView:
-        """Run HiGHS (``options`` default to the session's) and account for the run."""
-        return self.session.run_highs(self, options, lp_method, stage)
+        """Run HiGHS (``options`` default to the session's) and account for the run.
+
+        ``unscale`` turns the model's objective into the kind's unit for progress
+        events (without it they say ``scaled=True``)."""
+        return self.session.run_highs(self, options, lp_method, stage, unscale)
 
     def view(self, raw: RawSolution, options: SolveOptions | None = None) -> SolveView:
         return SolveView(self.compiled, raw, options)
@@ -113,17 +118,101 @@ class Session:
         The kind being solved.
     options
         The solve options the user gave.
+    progress
+        Receives :class:`~hetopt.progress.Progress` events: from inside HiGHS's MIP
+        solves, after every HiGHS run, and from the method (:meth:`notify`).
     """
 
-    def __init__(self, kind: Kind, options: SolveOptions | None = None, params: Any = None):
+    def __init__(
+        self,
+        kind: Kind,
+        options: SolveOptions | None = None,
+        params: Any = None,
+        progress: ProgressCallback | None = None,
+    ):
         self.kind = kind
         self.options = options or SolveOptions()
         self.params = params
         """The validated parameters of the solve (reported as ``Result.params``)."""
+        self.progress = progress
         self.started = time.perf_counter()
         self.timings: dict[str, float] = dict.fromkeys(PHASES, 0.0)
         self._stages: dict[str, _Stage] = {}
+        self._totals: dict[str, int] = {}
         self.last: SolveView | None = None
+
+    # ---------------------------------------------------------------- progress
+    def expect(self, stage: str, total: int | None) -> None:
+        """Say how many HiGHS runs (or steps) ``stage`` will take, for progress events
+        (``None``: unknown)."""
+        if total is None:
+            self._totals.pop(stage, None)
+        else:
+            self._totals[stage] = int(total)
+
+    def notify(
+        self,
+        stage: str,
+        done: int | None = None,
+        total: int | None = None,
+        message: str = "",
+        incumbent: float | None = None,
+        bound: float | None = None,
+        gap: float | None = None,
+    ) -> None:
+        """Report a step of a multi-solve method (a Pareto point, an iteration, ...) to
+        the session's progress callback, if any."""
+        if self.progress is None:
+            return
+        from .progress import Progress, deliver, finite
+
+        deliver(
+            self.progress,
+            Progress(
+                self.kind.name,
+                stage,
+                "step",
+                self.elapsed(),
+                done,
+                total if total is not None else self._totals.get(stage),
+                finite(incumbent),
+                finite(bound),
+                finite(gap),
+                message=message,
+            ),
+        )
+
+    def _mip_receiver(
+        self, stage: str, unscale: Callable[[float], float] | None
+    ) -> Callable[[dict[str, Any]], None] | None:
+        if self.progress is None:
+            return None
+        from .progress import Progress, deliver, finite
+
+        callback = self.progress
+        name = self.kind.name
+
+        def receive(d: dict[str, Any]) -> None:
+            inc, bnd = finite(d["incumbent"]), finite(d["bound"])
+            if unscale is not None:
+                inc = None if inc is None else unscale(inc)
+                bnd = None if bnd is None else unscale(bnd)
+            deliver(
+                callback,
+                Progress(
+                    name,
+                    stage,
+                    "mip",
+                    self.elapsed(),
+                    incumbent=inc,
+                    bound=bnd,
+                    gap=finite(d["gap"]) if inc is not None else None,
+                    nodes=int(d["nodes"]),
+                    scaled=unscale is None,
+                ),
+            )
+
+        return receive
 
     # ---------------------------------------------------------------- clock
     def elapsed(self) -> float:
@@ -185,10 +274,19 @@ class Session:
         options: SolveOptions | None = None,
         lp_method: str = "auto",
         stage: str = "main",
+        unscale: Callable[[float], float] | None = None,
     ) -> SolveView:
-        """Solve ``live`` once; HiGHS's own time goes to ``solve_s`` and to ``stage``."""
+        """Solve ``live`` once; HiGHS's own time goes to ``solve_s`` and to ``stage``.
+
+        With a progress callback, MIP progress is reported during the run (``unscale``
+        converts the model's objective to the kind's unit) and a ``solved`` event after
+        it."""
         opts = options or self.options
-        raw = live.highs_model.solve(opts, lp_method)
+        receiver = self._mip_receiver(stage, unscale)
+        if receiver is None:  # (the call every HighsModel-like object understands)
+            raw = live.highs_model.solve(opts, lp_method)
+        else:
+            raw = live.highs_model.solve(opts, lp_method, progress=receiver)
         self.timings["solve_s"] += raw.solve_s
         st = self._stages.setdefault(stage, _Stage())
         st.solves += 1
@@ -197,6 +295,21 @@ class Session:
             setattr(st, key, getattr(st, key) + max(0, int(raw.info.get(key, 0))))
         view = live.view(raw, opts)
         self.last = view
+        if self.progress is not None:
+            from .progress import Progress, deliver
+
+            deliver(
+                self.progress,
+                Progress(
+                    self.kind.name,
+                    stage,
+                    "solved",
+                    self.elapsed(),
+                    st.solves,
+                    self._totals.get(stage),
+                    message=raw.status.value,
+                ),
+            )
         return view
 
     def record_solves(self, report: SolverReport | None, prefix: str = "") -> None:
@@ -235,7 +348,7 @@ class Session:
                 hm.set_start(x0)
         live = LiveModel(self, built, hm)
         opts = method.options(instance, params, built, options or self.options)
-        view = live.solve(opts, method.lp_method, stage)
+        view = live.solve(opts, method.lp_method, stage, lambda v: method.unscale_bound(built, v))
         with self.timer("load_s"):
             outcome = self.resolve(method, instance, params, built, view)
         return outcome, live
@@ -316,16 +429,18 @@ def solve(
     objective: str,
     options: SolveOptions | None = None,
     params: Any = None,
+    progress: ProgressCallback | None = None,
 ) -> Result:
     """Solve a validated ``instance`` of ``kind`` for ``objective`` (already resolved)
-    with validated ``params`` (default: the kind's defaults)."""
+    with validated ``params`` (default: the kind's defaults); ``progress`` receives
+    :class:`~hetopt.progress.Progress` events."""
     params = kind.parse_params({}) if params is None else params
     instance = kind.instance_for(instance, params)
     kind.check(instance, objective, params)
     method = kind.method_for(objective, instance, params)
 
     def run() -> Result:
-        session = Session(kind, options, params)
+        session = Session(kind, options, params, progress)
         outcome = run_method(kind, method, instance, params, session)
         return finish(kind, instance, objective, outcome, session)
 

@@ -44,7 +44,7 @@ class Verification:
     def from_dict(cls, d: Mapping[str, Any]) -> Verification:
         return cls(
             ok=bool(d.get("ok", False)),
-            objective_value=d.get("objective_value"),
+            objective_value=_float(d.get("objective_value")),
             violations=tuple(d.get("violations", ())),
             checks=tuple(d.get("checks", ())),
         )
@@ -73,7 +73,7 @@ class StageReport:
     def from_dict(cls, d: Mapping[str, Any]) -> StageReport:
         return cls(
             solves=int(d.get("solves", 0)),
-            solve_s=float(d.get("solve_s") or 0.0),
+            solve_s=_float(d.get("solve_s")) or 0.0,
             simplex_iterations=int(d.get("simplex_iterations", 0)),
             ipm_iterations=int(d.get("ipm_iterations", 0)),
             mip_nodes=int(d.get("mip_nodes", 0)),
@@ -110,7 +110,7 @@ class SolverReport:
     def from_dict(cls, d: Mapping[str, Any]) -> SolverReport:
         return cls(
             solves=int(d.get("solves", 0)),
-            solve_s=float(d.get("solve_s") or 0.0),
+            solve_s=_float(d.get("solve_s")) or 0.0,
             simplex_iterations=int(d.get("simplex_iterations", 0)),
             ipm_iterations=int(d.get("ipm_iterations", 0)),
             mip_nodes=int(d.get("mip_nodes", 0)),
@@ -182,7 +182,15 @@ class Result:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict. Keys ``kind, objective, status, objective_value, bound, gap,
-        runtime_s, tables`` are a fixed contract; others may be added."""
+        runtime_s, tables`` are a fixed contract; others may be added.
+
+        The format is published as a JSON Schema per kind (``hetopt schema KIND
+        --result``, :func:`hetopt.schema.result_schema`): header numbers
+        (``objective_value``, ``bound``, ``gap``) are ``null`` when unknown or not finite;
+        in tables a missing or NaN value is ``null`` and an infinite one the string
+        ``"inf"`` / ``"-inf"``; ``columns`` lists each table's columns (so an empty table
+        keeps them); numpy values become plain JSON numbers, booleans and lists.
+        """
         return {
             "kind": self.kind,
             "objective": self.objective,
@@ -193,6 +201,7 @@ class Result:
             "gap": _finite(self.gap),
             "runtime_s": _num(self.runtime_s),
             "tables": {name: _records(df) for name, df in self.tables.items()},
+            "columns": {name: [str(c) for c in df.columns] for name, df in self.tables.items()},
             "verification": self.verification.to_dict() if self.verification else None,
             "timings": {k: _num(v) for k, v in self.timings.items()},
             "info": _jsonable(dict(self.info)),
@@ -201,7 +210,10 @@ class Result:
         }
 
     def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
-        """Serialise to JSON; also write it to ``path`` if given."""
+        """Serialise to JSON (:meth:`to_dict`); also write it to ``path`` if given.
+
+        :meth:`from_json` reads it back: ``Result.from_json(result.to_json())``.
+        """
         text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
         if path is not None:
             Path(path).write_text(text + "\n")
@@ -209,28 +221,45 @@ class Result:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Result:
-        """Rebuild a result from :meth:`to_dict` output (e.g. for plotting)."""
+        """Rebuild a result from :meth:`to_dict` output (e.g. for plotting).
+
+        Table columns get their declared dtypes back (the kind's
+        :attr:`~hetopt.kinds.base.Kind.tables`): ``null`` and ``"inf"`` / ``"-inf"`` in a
+        float column become NaN and infinities, int and bool columns are int64 and bool
+        (also when the table is empty). ``info`` entries declared as floats get their
+        infinities back; header numbers stay ``None`` when unknown.
+        """
         ver = d.get("verification")
+        spec = _declaration(str(d.get("kind", "")))
+        columns = d.get("columns") or {}
+        tables = {
+            name: _frame(rows, columns.get(name), spec[0].get(name))
+            for name, rows in (d.get("tables") or {}).items()
+        }
         return cls(
             kind=d["kind"],
             objective=d["objective"],
             status=Status(d["status"]),
             termination=d.get("termination", ""),
-            objective_value=d.get("objective_value"),
-            bound=d.get("bound"),
-            gap=d.get("gap"),
-            runtime_s=d.get("runtime_s") or 0.0,
-            tables={k: pd.DataFrame.from_records(v) for k, v in (d.get("tables") or {}).items()},
+            objective_value=_header(d.get("objective_value")),
+            bound=_header(d.get("bound")),
+            gap=_header(d.get("gap")),
+            runtime_s=_float(d.get("runtime_s")) or 0.0,
+            tables=tables,
             verification=Verification.from_dict(ver) if ver else None,
-            timings=d.get("timings") or {},
-            info=d.get("info") or {},
+            timings={k: _float(v) for k, v in (d.get("timings") or {}).items()},
+            info=_restore_info(d.get("info") or {}, spec[1]),
             report=SolverReport.from_dict(d["report"]) if d.get("report") else None,
             params=d.get("params") or {},
         )
 
     @classmethod
-    def from_json(cls, path: str | Path) -> Result:
-        return cls.from_dict(json.loads(Path(path).read_text()))
+    def from_json(cls, source: str | Path) -> Result:
+        """Rebuild a result from :meth:`to_json` output: the JSON text itself (a string
+        starting with ``{``) or the path of a file holding it."""
+        if isinstance(source, str) and source.lstrip().startswith("{"):
+            return cls.from_dict(json.loads(source))
+        return cls.from_dict(json.loads(Path(source).read_text()))
 
     def __str__(self) -> str:
         lines = [f"hetopt {self.kind} / {self.objective}: {self.status.value} ({self.termination})"]
@@ -284,18 +313,35 @@ def _num(x: Any) -> Any:
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    out = []
-    cols = list(df.columns)
-    for row in df.itertuples(index=False, name=None):
-        out.append({c: _jsonable(v) for c, v in zip(cols, row, strict=True)})
-    return out
+    """The rows of ``df`` as JSON-ready records (column by column: numeric columns are
+    converted by numpy, object columns value by value)."""
+    cols = [str(c) for c in df.columns]
+    values = [_column(df.iloc[:, j]) for j in range(len(cols))]
+    return [dict(zip(cols, row, strict=True)) for row in zip(*values, strict=True)]
+
+
+def _column(series: pd.Series) -> list[Any]:
+    kind = series.dtype.kind if isinstance(series.dtype, np.dtype) else "O"
+    if kind == "f":
+        arr = series.to_numpy()
+        out: list[Any] = arr.tolist()
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            for i in np.flatnonzero(bad):
+                out[i] = _num(arr[i])
+        return out
+    if kind in "iub":
+        return series.to_numpy().tolist()  # type: ignore[no-any-return]
+    return [_jsonable(v) for v in series.tolist()]
 
 
 def _jsonable(v: Any) -> Any:
-    if isinstance(v, dict):
+    if isinstance(v, Mapping):
         return {str(k): _jsonable(x) for k, x in v.items()}
     if isinstance(v, list | tuple):
         return [_jsonable(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return [_jsonable(x) for x in v.tolist()]
     if isinstance(v, np.generic):
         v = v.item()
     if isinstance(v, float):
@@ -310,3 +356,80 @@ def _jsonable(v: Any) -> Any:
     except (TypeError, ValueError):
         pass
     return str(v)
+
+
+# ------------------------------------------------------------------- reading back
+_SPECIAL = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def _float(x: Any) -> Any:
+    """A number written by :func:`_num` read back (``"inf"`` -> inf, ``None`` stays)."""
+    if isinstance(x, str) and x in _SPECIAL:
+        return _SPECIAL[x]
+    return x
+
+
+def _header(x: Any) -> float | None:
+    return None if x is None else float(_float(x))
+
+
+def _declaration(kind: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The declared tables (name -> :class:`~hetopt.contract.Table`) and detail types
+    of ``kind`` (empty when the kind is unknown here or declares none)."""
+    try:
+        from .kinds import get_kind
+
+        k = get_kind(kind)
+    except Exception:  # an unknown or broken kind: read the data as it is
+        return {}, {}
+    from .contract import SOLVER_DETAILS
+
+    return {t.name: t for t in k.tables}, {d.name: d.type for d in (*SOLVER_DETAILS, *k.details)}
+
+
+def _frame(rows: Any, columns: Any, table: Any) -> pd.DataFrame:
+    """A table from its records, with its columns (also when empty) and declared dtypes."""
+    rows = list(rows or [])
+    names: list[str] = list(columns) if columns else []
+    for r in rows[:1] if not names else ():
+        names = list(r)
+    data: dict[str, Any] = {c: [r.get(c) for r in rows] for c in names}
+    out = {}
+    for c, vals in data.items():
+        col = table.column(c) if table is not None else None
+        dtype = col.dtype if col is not None else _guess(vals)
+        out[c] = _typed(vals, dtype)
+    return pd.DataFrame(out, columns=names) if out else pd.DataFrame(rows)
+
+
+def _guess(vals: list[Any]) -> str:
+    """The dtype of an undeclared column: ``float`` when it holds numbers and the
+    strings ``"inf"`` / ``"-inf"`` / ``"nan"`` (what :func:`_num` writes)."""
+    special = False
+    for v in vals:
+        if isinstance(v, str):
+            if v not in _SPECIAL:
+                return "any"
+            special = True
+        elif v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
+            return "any"
+    return "float" if special else "any"
+
+
+def _typed(vals: list[Any], dtype: str) -> Any:
+    try:
+        if dtype == "float":
+            return np.array(
+                [math.nan if v is None else float(_float(v)) for v in vals], dtype=float
+            )
+        if dtype == "int":
+            return np.array(vals, dtype=np.int64)
+        if dtype == "bool" and all(isinstance(v, bool) for v in vals):
+            return np.array(vals, dtype=bool)
+    except (TypeError, ValueError):  # not what the declaration says: keep the data
+        pass
+    return vals
+
+
+def _restore_info(info: Mapping[str, Any], types: Mapping[str, str]) -> dict[str, Any]:
+    return {k: _float(v) if types.get(k) == "float" else v for k, v in info.items()}

@@ -284,6 +284,20 @@ def generate_kinds() -> list[str]:
             "```",
             "",
         ]
+        from hetopt.schema import result_schema
+
+        lines += [
+            "## Result JSON Schema",
+            "",
+            "The schema of this kind's results as `hetopt solve --json` and `--output` write "
+            f"them (`Result.to_dict`), the same as `hetopt schema {name} --result`. It is "
+            "generated from the declared tables and details above; see {doc}`/results`.",
+            "",
+            "```json",
+            json.dumps(result_schema(kind), indent=2),
+            "```",
+            "",
+        ]
         _write(dst / f"{name}.md", "\n".join(lines))
     intro = (
         "# Instance formats\n\n"

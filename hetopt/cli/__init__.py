@@ -23,7 +23,10 @@ import importlib
 import importlib.util
 import json
 import logging
+import shutil
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -116,16 +119,87 @@ class LazyGroup(click.Group):
         return super().get_command(ctx, name)
 
 
-def _setup_logging(verbose: int) -> None:
-    """-v: the HiGHS log on stderr; -vv: hetopt's debug messages too."""
-    if verbose <= 0:
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    target = logging.getLogger("hetopt.solver" if verbose == 1 else "hetopt")
-    target.addHandler(handler)
-    target.setLevel(logging.INFO if verbose == 1 else logging.DEBUG)
-    target.propagate = False
+class ProgressLine:
+    """The progress of a solve as one line on stderr, rewritten in place.
+
+    MIP progress (incumbent, bound, gap) shows once a solve has run for
+    :attr:`MIP_DELAY_S` seconds; the steps of multi-solve methods (Pareto points,
+    decomposition iterations, LP rounding, ...) after :attr:`STEP_DELAY_S`.
+    """
+
+    MIP_DELAY_S = 2.0
+    STEP_DELAY_S = 0.5
+    EVERY_S = 0.1
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._shown = False
+        self._last = 0.0
+
+    def __call__(self, event: Any) -> None:
+        delay = self.MIP_DELAY_S if event.event == "mip" else self.STEP_DELAY_S
+        if event.elapsed_s < delay:
+            return
+        if event.event == "solved" and event.stage == "main" and event.total is None:
+            return  # one model: its result follows
+        now = time.monotonic()
+        with self._lock:
+            if event.event == "mip" and now - self._last < self.EVERY_S:
+                return
+            self._last = now
+            width = max(20, shutil.get_terminal_size((100, 20)).columns - 1)
+            text = f"hetopt: {event}"[:width]
+            sys.stderr.write("\r\x1b[K" + text)
+            sys.stderr.flush()
+            self._shown = True
+
+    def clear(self) -> None:
+        """Remove the line (before anything else is written to stderr)."""
+        with self._lock:
+            if self._shown:
+                sys.stderr.write("\r\x1b[K")
+                sys.stderr.flush()
+                self._shown = False
+
+
+_LINE: ProgressLine | None = None
+"""The progress line being shown (log lines clear it first)."""
+
+
+class _Stderr(logging.Handler):
+    """Writes to the ``sys.stderr`` of the moment (click's test runner swaps it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if _LINE is not None:
+            _LINE.clear()
+        try:
+            msg = record.getMessage()
+            if record.levelno >= logging.WARNING:
+                msg = f"hetopt: warning: {msg}".replace("\r", "\\r").replace("\n", "\\n")
+            sys.stderr.write(msg + "\n")
+            sys.stderr.flush()
+        except Exception:  # pragma: no cover - a closed stderr
+            self.handleError(record)
+
+
+def _setup_logging(verbose: int, quiet: bool = False) -> None:
+    """Warnings (an automatic choice falling back, ...) on stderr as ``hetopt: warning:``
+    lines unless ``quiet``; -v: the HiGHS log on stderr too; -vv: hetopt's debug messages."""
+    top = logging.getLogger("hetopt")
+    solver = logging.getLogger("hetopt.solver")
+    for lg in (top, solver):  # the CLI may run several times in one process (tests)
+        for h in [h for h in lg.handlers if isinstance(h, _Stderr)]:
+            lg.removeHandler(h)
+    level = logging.DEBUG if verbose >= 2 else logging.ERROR if quiet else logging.WARNING
+    handler = _Stderr(level)
+    top.addHandler(handler)
+    top.setLevel(level)
+    solver.setLevel(logging.NOTSET)
+    solver.propagate = True
+    if verbose == 1:
+        solver.addHandler(_Stderr(logging.INFO))
+        solver.setLevel(logging.INFO)
+        solver.propagate = False
 
 
 @click.group(
@@ -231,6 +305,20 @@ def _parse_param(values: tuple[str, ...]) -> dict[str, Any]:
     help="Also print this result table (repeatable).",
 )
 @click.option("-v", "--verbose", count=True, help="Show the HiGHS log on stderr (-vv: debug).")
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="No progress line and no warnings on stderr (errors only).",
+)
+@click.option(
+    "--progress/--no-progress",
+    "show_progress",
+    default=None,
+    help="Show the progress line on stderr (default: when stderr is a terminal and "
+    "without -v): MIP incumbent, bound and gap past a few seconds; Pareto points, "
+    "decomposition iterations and other multi-solve steps.",
+)
 @handle_errors
 def solve(
     file: Path,
@@ -249,12 +337,18 @@ def solve(
     as_json: bool,
     show_tables: tuple[str, ...],
     verbose: int,
+    quiet: bool,
+    show_progress: bool | None,
 ) -> None:
     """Solve an instance FILE (JSON or YAML) and print a summary."""
+    global _LINE
     from ..api import solve as api_solve
     from ..options import SolveOptions
 
-    _setup_logging(verbose)
+    _setup_logging(verbose, quiet)
+    if show_progress is None:
+        show_progress = not quiet and not verbose and _is_terminal(sys.stderr)
+    line = ProgressLine() if show_progress and not quiet else None
     check_output(output, "--output", tuple(p for p in (file, options_file) if p is not None))
     opts = SolveOptions.from_file(options_file) if options_file else SolveOptions()
     changes = {
@@ -268,7 +362,7 @@ def solve(
         if v is not None
     }
     opts = opts.replace(**changes) if changes else opts
-    _warn_threads(opts.threads)
+    opts = _warn_threads(opts)
     kw = _parse_param(params)
     if agnostic:
         kw["agnostic"] = True
@@ -289,9 +383,14 @@ def solve(
                 **kw,
             )
         else:
-            result = api_solve(file, objective, opts, **kw)
+            _LINE = line
+            result = api_solve(file, objective, opts, progress=line, **kw)
     except Interrupted as stop:  # Ctrl-C: HiGHS has stopped; report what it had
         result, code = stop.result, EXIT_INTERRUPTED
+    finally:
+        if line is not None:
+            line.clear()
+        _LINE = None
     if output is not None:
         write_output(output, result.to_json() + "\n", "--output")
     try:
@@ -312,12 +411,23 @@ def solve(
     sys.exit(STATUS_EXIT[result.status])
 
 
-def _warn_threads(threads: int | None) -> None:
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _warn_threads(opts: Any) -> Any:
+    """``opts`` with more threads than cores capped, saying so once."""
     from ..highs import available_cores
 
     cores = available_cores()
+    threads = opts.threads
     if threads is not None and threads > cores:
         warn(f"--threads {threads} is more than the {cores} cores available: using {cores}")
+        return opts.replace(threads=cores)
+    return opts
 
 
 @main.command(epilog=EXIT_CODES_HELP)
@@ -385,14 +495,27 @@ def kinds(as_json: bool) -> None:
 
 @main.command()
 @click.argument("kind")
+@click.option(
+    "--result",
+    "of_result",
+    is_flag=True,
+    help="The JSON Schema of KIND's results ('solve --json' output) instead, from the "
+    "kind's declared tables and details.",
+)
 @handle_errors
-def schema(kind: str) -> None:
-    """Print the JSON Schema of instance files of KIND."""
+def schema(kind: str, of_result: bool) -> None:
+    """Print the JSON Schema of instance files of KIND (--result: of its results)."""
     from ..kinds import get_kind, kind_names
 
     if kind not in kind_names():
         raise UsageError(f"unknown kind {kind!r}; expected one of: {', '.join(kind_names())}")
-    click.echo(json.dumps(get_kind(kind).instance_model.model_json_schema(), indent=2))
+    k = get_kind(kind)
+    if of_result:
+        from ..schema import result_schema
+
+        click.echo(json.dumps(result_schema(k), indent=2))
+        return
+    click.echo(json.dumps(k.instance_model.model_json_schema(), indent=2))
 
 
 @main.command(epilog=EXIT_CODES_HELP)

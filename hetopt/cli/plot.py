@@ -59,7 +59,7 @@ def _load(path: Path) -> Any:
     "-k",
     type=click.Choice(PLOT_NAMES),
     help="Which plot; default: the natural one for the result "
-    "(pareto > gantt > allocation > utilisation > jct_cdf).",
+    "(pareto > gantt > allocation > selection > utilisation > jct_cdf).",
 )
 @click.option("--dpi", type=click.IntRange(min=30, max=1200), default=150, show_default=True)
 @handle_errors
@@ -67,8 +67,9 @@ def plot_cmd(result_file: Path, output: Path, kind_of_plot: str | None, dpi: int
     """Plot a result JSON (from 'hetopt solve -o' or 'hetopt simulate --json').
 
     allocation -> heatmap (jobs x worker types); schedule -> Gantt chart;
-    pareto -> makespan-energy front; per-server capacities -> utilisation bars;
-    per-job JCTs -> CDF.
+    pareto -> makespan-energy front; client selection -> the round's timeline
+    (training and upload of each selected client); per-server capacities ->
+    utilisation bars; per-job JCTs -> CDF (hours for long replays).
     """
     try:
         import matplotlib

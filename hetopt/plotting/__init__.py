@@ -26,7 +26,9 @@ plot_utilisation
 plot_pareto
     A makespan-energy (or any two-objective) Pareto front table.
 plot_jct_cdf
-    Empirical CDF of job completion times, one curve per policy.
+    Empirical CDF of job completion times, one curve per policy (hours for long runs).
+plot_selection
+    Timeline of a federated-learning round: training and upload of each selected client.
 plot_result
     Choose one of the above from what a :class:`hetopt.Result` contains.
 """
@@ -41,6 +43,7 @@ from .plots import (
     plot_jct_cdf,
     plot_pareto,
     plot_result,
+    plot_selection,
     plot_utilisation,
 )
 
@@ -52,5 +55,6 @@ __all__ = [
     "plot_jct_cdf",
     "plot_pareto",
     "plot_result",
+    "plot_selection",
     "plot_utilisation",
 ]

@@ -16,7 +16,14 @@ from ..result import Result
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-PLOT_NAMES: tuple[str, ...] = ("allocation", "gantt", "pareto", "utilisation", "jct_cdf")
+PLOT_NAMES: tuple[str, ...] = (
+    "allocation",
+    "gantt",
+    "pareto",
+    "selection",
+    "utilisation",
+    "jct_cdf",
+)
 """Names accepted by :func:`plot_result` (and ``hetopt plot --kind-of-plot``)."""
 
 # Column names the generic functions recognise, most specific first.
@@ -38,6 +45,10 @@ PARETO_Y = ("energy_j", "energy_wh", "energy")
 _UNITS = {"s": "s", "j": "J", "w": "W", "wh": "Wh", "gb": "GB", "kwh": "kWh"}
 _MAX_ANNOTATED_CELLS = 200
 _MAX_LABELLED_BARS = 60
+
+JCT_HOURS_FROM_S = 3 * 3600.0
+"""``plot_jct_cdf(unit="auto")`` draws hours once the longest JCT reaches 3 hours."""
+_TIME_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
 
 
 def _pyplot() -> Any:
@@ -461,6 +472,113 @@ def plot_utilisation(
     return ax
 
 
+# -- client selection timeline --------------------------------------------------------------
+
+SELECTION_PHASES = (
+    ("training", "ready_s", None),
+    ("upload", "upload_start_s", "finish_s"),
+)
+
+
+def plot_selection(
+    selection: Result | pd.DataFrame,
+    ax: Axes | None = None,
+    *,
+    deadline_s: float | None = None,
+    title: str | None = None,
+) -> Axes:
+    """Timeline of a federated-learning round (``client_selection``): one row per selected
+    client, its training (until ``ready_s``) and its upload (``upload_start_s`` to
+    ``finish_s``; for Oort's testing selection, training and upload until
+    ``ready_s + upload_s``, then testing until ``duration_s``), ordered by upload start,
+    with the round deadline.
+
+    Parameters
+    ----------
+    selection
+        A ``client_selection`` :class:`~hetopt.Result` or its ``selection`` table.
+    ax
+        Axes to draw on; a new figure is made when omitted.
+    deadline_s
+        The round deadline to mark (default: the latest finish of a selected client
+        for a table; for a result, none unless given).
+    title
+        Axes title (default for a result: kind, objective and how many were selected).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
+    """
+    result = selection if isinstance(selection, Result) else None
+    df = _table(selection, ["selection"], "plot_selection")
+    _require_columns(df, ("client", "selected", "ready_s"), "plot_selection")
+    chosen = df[df["selected"].astype(bool)]
+    if chosen.empty:
+        raise UsageError("plot_selection: no client is selected")
+    ready = chosen["ready_s"].to_numpy(dtype=float)
+    if "upload_start_s" in chosen.columns and "finish_s" in chosen.columns:
+        start = chosen["upload_start_s"].to_numpy(dtype=float)
+        end = chosen["finish_s"].to_numpy(dtype=float)
+        phases = [("training", np.zeros_like(ready), ready), ("upload", start, end)]
+    elif "duration_s" in chosen.columns and "upload_s" in chosen.columns:
+        start = ready + chosen["upload_s"].to_numpy(dtype=float)
+        end = chosen["duration_s"].to_numpy(dtype=float)
+        phases = [("training + upload", np.zeros_like(ready), start), ("testing", start, end)]
+    else:
+        raise UsageError(
+            "plot_selection needs upload_start_s and finish_s (or upload_s and duration_s); "
+            f"the table has: {', '.join(map(str, df.columns))}"
+        )
+    order = np.lexsort((chosen["client"].astype(str).to_numpy(), start))
+    rows = len(order)
+    ax = _new_axes(ax, (9.0, min(10.0, 1.4 + 0.3 * min(rows, 30))))
+    cmap = _pyplot().get_cmap("tab10")
+    y = np.arange(rows)
+    height = 0.8 if rows <= 200 else 1.0
+    for k, (name, lo, hi) in enumerate(phases):
+        ax.barh(
+            y,
+            (hi - lo)[order],
+            left=lo[order],
+            height=height,
+            color=cmap(k),
+            edgecolor="black" if rows <= 60 else "none",
+            linewidth=0.5,
+            label=name,
+        )
+    if rows <= _MAX_LABELLED_BARS:
+        ax.set_yticks(y, chosen["client"].astype(str).to_numpy()[order])
+    else:
+        ax.set_yticks([])
+        ax.set_ylabel(f"{rows} selected clients (by upload start)")
+    ax.set_ylim(rows - 0.5, -0.5)
+    if deadline_s is not None:
+        ax.axvline(deadline_s, color="black", linestyle="--", linewidth=1, label="deadline")
+    ax.set_xlabel("time in the round (s)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if title is None and result is not None:
+        title = f"{result.kind} / {result.objective}: {rows} of {len(df)} clients"
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def _selection_ok(result: Result) -> bool:
+    df = result.tables.get("selection")
+    return (
+        df is not None
+        and not df.empty
+        and {"client", "selected", "ready_s"} <= set(df.columns)
+        and bool(df["selected"].astype(bool).any())
+        and (
+            {"upload_start_s", "finish_s"} <= set(df.columns)
+            or {"upload_s", "duration_s"} <= set(df.columns)
+        )
+    )
+
+
 # -- JCT CDF -------------------------------------------------------------------------------
 
 
@@ -483,6 +601,7 @@ def plot_jct_cdf(
     *,
     label: str | None = None,
     log_x: bool = False,
+    unit: str = "auto",
 ) -> Axes:
     """Empirical CDF of job completion times (JCT), e.g. from trace replay.
 
@@ -499,6 +618,10 @@ def plot_jct_cdf(
         Legend label when ``jcts`` is a single series.
     log_x
         Logarithmic time axis (JCTs often span orders of magnitude).
+    unit
+        Time unit of the axis and the legend: ``"s"``, ``"min"``, ``"h"``, or
+        ``"auto"`` (hours when the longest JCT is at least :data:`JCT_HOURS_FROM_S`
+        seconds, as in trace replays, else seconds).
 
     Returns
     -------
@@ -513,13 +636,20 @@ def plot_jct_cdf(
     if not curves:
         raise UsageError("plot_jct_cdf: no JCT series given")
     ax = _new_axes(ax, (6.0, 4.5))
+    finished = [v[np.isfinite(v)] for v in curves.values()]
+    longest = max((float(v.max()) for v in finished if len(v)), default=0.0)
+    if unit == "auto":
+        unit = "h" if longest >= JCT_HOURS_FROM_S else "s"
+    if unit not in _TIME_UNITS:
+        raise UsageError(f"plot_jct_cdf: unit must be auto, s, min or h; got {unit!r}")
+    per = _TIME_UNITS[unit]
     for name, values in curves.items():
-        done = np.sort(values[np.isfinite(values)])
+        done = np.sort(values[np.isfinite(values)]) / per
         unfinished = len(values) - len(done)
         if len(done) == 0:
             raise UsageError(f"plot_jct_cdf: series {name!r} has no finished job")
         frac = np.arange(1, len(done) + 1) / len(values)
-        text = f"{name} (mean {np.mean(done):.4g} s"
+        text = f"{name} (mean {np.mean(done):.4g} {unit}"
         text += f", {unfinished} unfinished)" if unfinished else ")"
         ax.step(
             np.concatenate(([done[0]], done)),
@@ -529,7 +659,7 @@ def plot_jct_cdf(
         )
     if log_x:
         ax.set_xscale("log")
-    ax.set_xlabel("job completion time (s)")
+    ax.set_xlabel(f"job completion time ({unit})")
     ax.set_ylabel("fraction of jobs")
     ax.set_ylim(0.0, 1.02)
     ax.grid(alpha=0.3)
@@ -600,6 +730,8 @@ def available_plots(result: Result) -> list[str]:
         and {"job", "worker_type", "fraction"} <= set(alloc.columns)
     ):
         out.append("allocation")
+    if _selection_ok(result):
+        out.append("selection")
     if _utilisation_table(result):
         out.append("utilisation")
     if _jct_table(result):
@@ -608,7 +740,8 @@ def available_plots(result: Result) -> list[str]:
 
 
 def plot_result(result: Result, kind_of_plot: str | None = None, ax: Axes | None = None) -> Axes:
-    """Draw the natural plot of a result: Pareto front, Gantt, allocation, utilisation or JCTs.
+    """Draw the natural plot of a result: Pareto front, Gantt, allocation, client
+    selection timeline, utilisation or JCTs.
 
     Parameters
     ----------
@@ -664,6 +797,8 @@ def plot_result(result: Result, kind_of_plot: str | None = None, ax: Axes | None
         ax = plot_pareto(result.tables[table], ax)
         ax.set_title(title)
         return ax
+    if name == "selection":
+        return plot_selection(result, ax)
     if name == "utilisation":
         table = _utilisation_table(result)
         assert table is not None

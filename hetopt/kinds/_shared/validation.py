@@ -35,7 +35,11 @@ def note_id(seen: dict[str, int], field: str, noun: str, i: int, ident: str) -> 
 def id_positions(items: Iterable[Any], field: str, noun: str) -> dict[str, int]:
     """Id -> position of the entries of ``items`` (objects with an ``id``), checking that
     the ids are distinct (see :func:`note_id`)."""
+    ids = [item.id for item in items]
+    fast = dict(zip(ids, range(len(ids)), strict=True))
+    if len(fast) == len(ids):  # distinct: the usual case, without a Python loop
+        return fast
     seen: dict[str, int] = {}
-    for i, item in enumerate(items):
-        note_id(seen, field, noun, i, item.id)
+    for i, ident in enumerate(ids):
+        note_id(seen, field, noun, i, ident)
     return seen

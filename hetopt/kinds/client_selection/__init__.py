@@ -20,6 +20,7 @@ from typing import Any
 
 from ...contract import Column, Detail, Method, Table
 from ...result import Result, Verification
+from .._shared.choice import CHOICE_DETAIL
 from ..base import Kind, Objective
 from . import methods as M
 from . import verify as V
@@ -120,6 +121,7 @@ DETAILS = (
     Detail("candidates", "int", "lp_round: clients of the restricted MILP"),
     Detail("lp_s", "float", "lp_round: time until the restricted MILP started", "s"),
     Detail("coverage_bound", "float", "lp_round: the coverage lower bound", "s"),
+    CHOICE_DETAIL,
 )
 
 

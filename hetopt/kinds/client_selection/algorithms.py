@@ -15,6 +15,7 @@ functions serve both as the fast path and as test oracles.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from dataclasses import dataclass
@@ -228,8 +229,10 @@ def fedcs_greedy(
     Repeatedly take the remaining client that adds the least elapsed time
     ``upload_s + max(0, ready_s - elapsed)``; if the round would then end after the
     deadline, drop that client and continue (which ends the loop: every other client
-    adds at least as much). O(n log n) with two heaps (ready clients by
-    ``upload_s``; not-yet-ready clients by ``ready_s + upload_s``).
+    adds at least as much). O(n log n): clients in ready-time order; the best ready client
+    (least ``upload_s``, then least index) from a segment tree of ranks over the ready
+    prefix, the best waiting one (least ``ready_s + upload_s``, then least index) a suffix
+    minimum.
 
     Returns
     -------
@@ -237,48 +240,81 @@ def fedcs_greedy(
         Boolean mask of the clients FedCS selects.
     """
     n = len(ready)
-    ok = np.ones(n, dtype=bool) if allowed is None else allowed.copy()
+    ok = np.ones(n, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
     cap = n if max_clients is None else max_clients
     sel = np.zeros(n, dtype=bool)
-    used = ~ok
-    by_ready = np.flatnonzero(ok)
-    by_ready = by_ready[np.argsort(ready[by_ready], kind="stable")]
-    r = ready.tolist()
-    u = upload.tolist()
-    br = by_ready.tolist()
-    ready_heap: list[tuple[float, int]] = []
-    wait_heap = [(r[i] + u[i], i) for i in br]
-    heapq.heapify(wait_heap)
+    order = np.flatnonzero(ok)
+    order = order[np.argsort(ready[order], kind="stable")]  # ready-time order
+    m = len(order)
+    if m == 0 or cap <= 0:
+        return sel
+    up = upload[order]
+    finish = ready[order] + up  # as Python would add them: the same doubles
+    # ranks encode (value, client index) orders, so one integer compares like a tuple
+    rank_up = np.empty(m, dtype=np.int64)
+    rank_up[np.lexsort((order, up))] = np.arange(m)
+    by_finish = np.lexsort((order, finish))
+    rank_fin = np.empty(m, dtype=np.int64)
+    rank_fin[by_finish] = np.arange(m)
+    # the clients not ready yet are a suffix of the ready order (a client taken before
+    # it is ready is ready once taken): the best of them is a suffix minimum
+    wait_best = [*np.minimum.accumulate(rank_fin[::-1])[::-1].tolist(), m]
+    fin_pos = by_finish.tolist()  # rank -> position in the ready order
+    up_pos = np.argsort(rank_up).tolist()  # rank -> position
+    size = 1 << max(0, (m - 1).bit_length())
+    tree = [m] * (2 * size)  # min rank over each node's positions; m = none
+    tree[size : size + m] = rank_up.tolist()
+    for k in range(size - 1, 0, -1):
+        a, b = tree[2 * k], tree[2 * k + 1]
+        tree[k] = a if a < b else b
+    rs = ready[order].tolist()
+    ul = up.tolist()
+    fl = finish.tolist()
     nxt = 0
     elapsed = 0.0
     limit = deadline + tol
     count = 0
-    used_l = used.tolist()
     while count < cap:
-        while nxt < len(br) and r[br[nxt]] <= elapsed:
-            i = br[nxt]
-            if not used_l[i]:
-                heapq.heappush(ready_heap, (u[i], i))
-            nxt += 1
-        while ready_heap and used_l[ready_heap[0][1]]:
-            heapq.heappop(ready_heap)
-        while wait_heap and (used_l[wait_heap[0][1]] or r[wait_heap[0][1]] <= elapsed):
-            heapq.heappop(wait_heap)
+        nxt = bisect.bisect_right(rs, elapsed, nxt)
+        # best ready client: least rank over positions [0, nxt)
+        best_rank = m
+        lo, hi = size, size + nxt
+        while lo < hi:
+            if lo & 1:
+                if tree[lo] < best_rank:
+                    best_rank = tree[lo]
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                if tree[hi] < best_rank:
+                    best_rank = tree[hi]
+            lo >>= 1
+            hi >>= 1
         best = math.inf
         pick = -1
-        if ready_heap:
-            best, pick = ready_heap[0]
-        if wait_heap and wait_heap[0][0] - elapsed < best:
-            best, pick = wait_heap[0][0] - elapsed, wait_heap[0][1]
+        if best_rank < m:
+            pick = up_pos[best_rank]
+            best = ul[pick]
+        w = wait_best[nxt]
+        if w < m:
+            j = fin_pos[w]
+            if fl[j] - elapsed < best:
+                best, pick = fl[j] - elapsed, j
         if pick < 0:
             break
         if elapsed + best > limit:
             # FedCS drops this client and goes on, but ``elapsed`` is unchanged and every
             # other client adds at least ``best``: none fits any more, so stop here.
             break
-        used_l[pick] = True
+        k = size + pick  # taken: out of the tree
+        tree[k] = m
+        k >>= 1
+        while k:
+            a, b = tree[2 * k], tree[2 * k + 1]
+            tree[k] = a if a < b else b
+            k >>= 1
         elapsed += best
-        sel[pick] = True
+        sel[order[pick]] = True
         count += 1
     return sel
 
@@ -309,6 +345,9 @@ def smallest_first(
     return sel
 
 
+_I32_MAX = 2**31 - 1
+
+
 def _max_flow(
     targets: np.ndarray,
     pc: np.ndarray,
@@ -325,7 +364,12 @@ def _max_flow(
     src, sink = 0, C + m + 1
     rows = np.concatenate([np.zeros(C, dtype=np.int64), 1 + pk, 1 + C + np.arange(m)])
     cols = np.concatenate([1 + np.arange(C), 1 + C + pc, np.full(m, sink)])
-    caps_all = np.concatenate([targets, cnt, caps]).astype(np.int32)
+    caps_all = np.concatenate([targets, cnt, caps]).astype(np.int64)
+    # scipy's max flow counts in int32: a capacity beyond the total demand is never used
+    big = caps_all > _I32_MAX
+    if big.any():
+        caps_all[big] = min(int(np.sum(targets)), _I32_MAX)
+    caps_all = caps_all.astype(np.int32)
     g = sp.csr_array((caps_all, (rows, cols)), shape=(C + m + 2, C + m + 2))
     res = maximum_flow(g, src, sink)
     flow = sp.csr_array(res.flow)

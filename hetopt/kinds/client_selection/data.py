@@ -8,10 +8,11 @@ from functools import cached_property
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from ...columns import columns_of
 from ...contract import Params
-from ...instance import InstanceBase, fail
+from ...instance import InstanceBase, RecordBase, fail
 from .._shared.validation import id_positions
 
 NonNegFloat = Annotated[float, Field(ge=0)]
@@ -40,8 +41,8 @@ class ClientSelectionParams(Params):
     )
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+_Strict = RecordBase
+"""Base of the records (strict, frozen; numpy scalars and ``4.0`` for an integer accepted)."""
 
 
 class Client(_Strict):
@@ -182,16 +183,27 @@ class ClientArrays:
     def from_instance(cls, inst: ClientSelectionInstance) -> ClientArrays:
         cl = inst.clients
         n = len(cl)
-        ready = np.fromiter((c.ready_s for c in cl), dtype=float, count=n)
-        upload = np.fromiter((c.upload_s for c in cl), dtype=float, count=n)
-        weight = np.fromiter((c.weight for c in cl), dtype=float, count=n)
-        sample_s = np.fromiter((c.sample_s for c in cl), dtype=float, count=n)
+        given = columns_of(inst, "clients") or {}
+
+        def column(name: str) -> np.ndarray:
+            if name in given:  # the validated column the instance was built from
+                return np.asarray(given[name], dtype=float)
+            return np.fromiter((getattr(c, name) for c in cl), dtype=float, count=n)
+
+        ready = column("ready_s")
+        upload = column("upload_s")
+        weight = column("weight")
+        sample_s = column("sample_s")
         ids = [c.id for c in cl]
-        names = sorted({c.group for c in cl if c.group is not None})
-        gpos = {g: k for k, g in enumerate(names)}
-        group = np.fromiter(
-            (-1 if c.group is None else gpos[c.group] for c in cl), dtype=np.int64, count=n
-        )
+        groups = [c.group for c in cl]
+        names = sorted({g for g in groups if g is not None})
+        if names:
+            gpos = {g: k for k, g in enumerate(names)}
+            group = np.fromiter(
+                (-1 if g is None else gpos[g] for g in groups), dtype=np.int64, count=n
+            )
+        else:
+            group = np.full(n, -1, dtype=np.int64)
         allowed = np.ones(n, dtype=bool)
         forced = np.zeros(n, dtype=bool)
         if inst.exclude or inst.must_include:

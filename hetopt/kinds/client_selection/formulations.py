@@ -261,6 +261,11 @@ def testing_reference(
     return max(cover, hi / 4096)
 
 
+COUNT_CAP = 1000.0
+"""The testing MILP counts at most ``max(target, COUNT_CAP)`` samples of a class per
+client (what a client holds beyond its class's target can never be used)."""
+
+
 def build_testing(
     inst: ClientSelectionInstance,
     members: np.ndarray | None = None,
@@ -298,8 +303,12 @@ def build_testing(
     keep = col_of[sa.client] >= 0
     pc = col_of[sa.client[keep]]  # member column of each pair
     pk = sa.cls[keep]
-    cnt = sa.count[keep]
     P = len(pc)
+    targets = np.array([float((inst.class_targets or {})[c]) for c in sa.classes])
+    # a client never gives a class more than its target, so counts above
+    # max(target, COUNT_CAP) are capped (exact): a count of 1e9 against a target of 60
+    # would let a "zero" select (within HiGHS's integrality tolerance) hide samples
+    cnt = np.minimum(sa.count[keep], np.maximum(targets[pk], COUNT_CAP))
     t_ref = testing_reference(inst, sa, members)
     m.t_ref = pyo.Param(initialize=t_ref, mutable=False)
     m.PAIRS = pyo.RangeSet(0, P - 1) if P else pyo.Set(initialize=[])
@@ -308,7 +317,6 @@ def build_testing(
     m.z = pyo.Var(bounds=(0.0, None))
     xs = [*sel, *share, m.z]
     C = len(sa.classes)
-    targets = np.array([float((inst.class_targets or {})[c]) for c in sa.classes])
     tscale = np.maximum(targets, 1.0)
     # c_target[c]: sum_i samples_ic / target_c * share[i,c] = 1
     m.c_target = LinearRows.from_coo(

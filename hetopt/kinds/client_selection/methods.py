@@ -18,6 +18,7 @@ objective: what ``hetopt export`` writes whatever the method.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -38,12 +39,16 @@ from ...errors import InstanceError, UsageError
 from ...options import SolveOptions
 from ...pipeline import run_method
 from ...status import Status
+from .._shared.choice import Choice, ReportsChoice, chosen
+from .._shared.export import export_objective_of, rescale_objective
 from . import algorithms as A
 from . import formulations as F
 from .data import ClientArrays, ClientSelectionInstance, ClientSelectionParams, SampleArrays
 
 if TYPE_CHECKING:
     from ...pipeline import Session
+
+log = logging.getLogger(__name__)
 
 TESTING = "min_duration"
 """The objective of Oort's testing-set selection (the other two count clients)."""
@@ -201,7 +206,7 @@ _COUNT_BUILDERS: Mapping[tuple[str, str], Callable[[ClientSelectionInstance, str
 }
 
 
-class CountMilp(BuildMethodBase):
+class CountMilp(ReportsChoice, BuildMethodBase):
     """``max_clients`` / ``max_weight`` as a MILP: :func:`~.formulations.build_shared`
     (or ``build_shared_disjunctive``) with a shared uplink, the knapsack
     :func:`~.formulations.build_parallel` with parallel uploads.
@@ -224,7 +229,7 @@ class CountMilp(BuildMethodBase):
             info["formulation"] = params.formulation
         if self.blocker is not None:
             info["fast_path_blocker"] = self.blocker
-        return info
+        return {**info, **self.choice_details()}
 
     def extract(
         self,
@@ -243,6 +248,12 @@ class CountMilp(BuildMethodBase):
 
     def unscale_bound(self, built: Built, bound: float) -> float:
         return bound * built.layout.scale
+
+    def export_objective(
+        self, instance: ClientSelectionInstance, params: ClientSelectionParams, built: Built
+    ) -> None:
+        """The objective in its own unit (the model's is divided by ``layout.scale``)."""
+        rescale_objective(built.model, built.layout.scale)
 
 
 class TestingMilp(BuildMethodBase):
@@ -337,12 +348,18 @@ class TestingMilp(BuildMethodBase):
     def unscale_bound(self, built: Built, bound: float) -> float:
         return bound * built.layout.scale
 
+    def export_objective(
+        self, instance: ClientSelectionInstance, params: ClientSelectionParams, built: Built
+    ) -> None:
+        """The objective in its own unit (the model's is divided by ``layout.scale``)."""
+        rescale_objective(built.model, built.layout.scale)
+
 
 def _gap_tol(options: SolveOptions) -> float:
     return DEFAULT_MIP_REL_GAP if options.mip_rel_gap is None else options.mip_rel_gap
 
 
-class Testing(RunMethodBase):
+class Testing(ReportsChoice, RunMethodBase):
     """The full ``min_duration`` MILP, its whole-sample test at the session's
     ``mip_rel_gap`` (an extractor does not see the solve options)."""
 
@@ -354,14 +371,19 @@ class Testing(RunMethodBase):
     ) -> Outcome:
         method = TestingMilp(gap_tol=_gap_tol(session.options))
         outcome, _ = session.solve_method(method, instance, params)
-        return outcome
+        return self.report_choice(outcome)
 
     def build(self, instance: ClientSelectionInstance, params: ClientSelectionParams) -> Built:
         return self.milp.build(instance, params)
 
+    def export_objective(
+        self, instance: ClientSelectionInstance, params: ClientSelectionParams, built: Built
+    ) -> None:
+        export_objective_of(self.milp, instance, params, built)
+
 
 # ---------------------------------------------------------------------------- no solver
-class _Exports(RunMethodBase):
+class _Exports(ReportsChoice, RunMethodBase):
     """A method whose exported model is its objective's MILP (``milp``)."""
 
     def __init__(self, objective: str, milp: Method):
@@ -370,6 +392,11 @@ class _Exports(RunMethodBase):
 
     def build(self, instance: ClientSelectionInstance, params: ClientSelectionParams) -> Built:
         return self.milp.build(instance, params)
+
+    def export_objective(
+        self, instance: ClientSelectionInstance, params: ClientSelectionParams, built: Built
+    ) -> None:
+        export_objective_of(self.milp, instance, params, built)
 
 
 def _selected(
@@ -433,7 +460,7 @@ class Fast(_Exports):
         with session.timer("solve_s"):
             mask, name = fast_select(instance, self.objective)
         value = count_value(instance, self.objective, mask)
-        return _selected(
+        outcome = _selected(
             session,
             instance,
             self.objective,
@@ -443,6 +470,7 @@ class Fast(_Exports):
             name,
             bound=value,
         )
+        return self.report_choice(outcome)
 
 
 def greedy_mask(inst: ClientSelectionInstance) -> np.ndarray:
@@ -489,7 +517,9 @@ class WithBaseline(_Exports):
     def run(
         self, session: Session, instance: ClientSelectionInstance, params: ClientSelectionParams
     ) -> Outcome:
-        outcome = run_method(session.kind, self.inner, instance, params, session)
+        outcome = self.report_choice(
+            run_method(session.kind, self.inner, instance, params, session)
+        )
         if outcome.status is None or not outcome.status.has_solution:
             return outcome
         t0 = time.perf_counter()
@@ -557,6 +587,11 @@ class LpRound(_Exports):
     def run(
         self, session: Session, instance: ClientSelectionInstance, params: ClientSelectionParams
     ) -> Outcome:
+        return self.report_choice(self._run(session, instance, params))
+
+    def _run(
+        self, session: Session, instance: ClientSelectionInstance, params: ClientSelectionParams
+    ) -> Outcome:
         inst = instance
         t0 = time.perf_counter()
         with session.timer("build_s"):
@@ -574,6 +609,7 @@ class LpRound(_Exports):
                 gap=None,
             )
         lp_bound = float(view.objective or 0.0) * t_ref
+        session.notify("lp_relaxation", 1, 1, "LP relaxation solved", bound=lp_bound)
         members = relaxed.layout.members
         y = view.values(relaxed.model.select, range(len(members)))
         support = int((y > 1e-9).sum())
@@ -589,6 +625,7 @@ class LpRound(_Exports):
                 "candidates": len(chosen),
                 "lp_s": t1 - t0,
             }
+            session.notify("restricted_milp", message=f"{len(chosen):,} candidate clients")
             restricted = TestingMilp(chosen, gap_tol, info)
             res, _ = session.solve_method(restricted, inst, params, stage="restricted_milp")
             assert res.status is not None
@@ -663,10 +700,25 @@ def _choose_testing(
     reason = precheck(inst, objective)
     if reason:
         return Infeasible(objective, milp, reason)
+    choice: Choice | None = None
     if method == "auto":
         pairs = len(SampleArrays.from_instance(inst).client)
         method = "lp_round" if pairs > LP_ROUND_PAIRS else "milp"
-    return LpRound(milp) if method == "lp_round" else Testing(milp)
+        if method == "lp_round":
+            choice = Choice(
+                f"auto chose lp_round (LP relaxation, then a restricted MILP: feasible with "
+                f"a bound, optimal only when the bound is met) because {pairs:,} "
+                f"(client, class) pairs > {LP_ROUND_PAIRS:,}; method='milp' solves the full "
+                "MILP",
+                fallback=True,
+            )
+        else:
+            choice = Choice(
+                f"auto chose the MILP ({pairs:,} (client, class) pairs <= {LP_ROUND_PAIRS:,}); "
+                "method='lp_round' for large pools"
+            )
+    picked: Method = LpRound(milp) if method == "lp_round" else Testing(milp)
+    return chosen(picked, choice, log, "client_selection") if choice is not None else picked
 
 
 def _choose_count(
@@ -678,8 +730,18 @@ def _choose_count(
     if reason:
         return Infeasible(objective, milp, reason)
     blocker = fast_path_blocker(inst, objective)
+    choice: Choice | None = None
     if method == "auto":
         method = "fast" if blocker is None else "milp"
+        if blocker is None:
+            choice = Choice("auto chose the exact fast path (no side constraint needs the MILP)")
+        else:
+            other = " or 'greedy' (FedCS's heuristic)" if greedy_ok(inst) else ""
+            choice = Choice(
+                f"auto fell back from the exact fast path to the MILP because {blocker}; "
+                f"choose method='milp' (the same, without this warning){other}",
+                fallback=True,
+            )
     if method == "fast" and blocker is not None:
         return Refused(objective, milp, f"the fast path does not apply: {blocker}")
     if method == "greedy":
@@ -690,10 +752,10 @@ def _choose_count(
                 "FedCS's greedy needs a shared uplink and no must_include or group quotas",
             )
         return Greedy(objective, milp)
-    chosen: Method = Fast(objective, milp) if method == "fast" else CountMilp(objective, blocker)
+    picked: Method = Fast(objective, milp) if method == "fast" else CountMilp(objective, blocker)
     if baseline and greedy_ok(inst):
-        return WithBaseline(objective, chosen)
-    return chosen
+        picked = WithBaseline(objective, picked)
+    return chosen(picked, choice, log, "client_selection") if choice is not None else picked
 
 
 _CHOOSERS: Mapping[str, Callable[[str, ClientSelectionInstance, str, bool, Method], Method]] = {

@@ -24,8 +24,10 @@ from ...contract import (
     SolveView,
     Table,
 )
+from ...errors import UsageError
 from ...result import Result, Verification
 from ...status import Status
+from .._shared.export import rescale_objective
 from ..base import Kind, Objective
 from . import formulations as F
 from . import verify as V
@@ -77,6 +79,16 @@ class Batch(BuildMethodBase):
         if instance.slowdown:
             return F.build_pairing(instance.arrays)
         return F.build_independent(instance.arrays)
+
+    def export_objective(self, instance: CpuGpuInstance, params: NoParams, built: Built) -> None:
+        """The makespan in seconds (the model's is in units of ``t_ref``); ``throughput``
+        (programs / makespan) is not linear, so it is not exported."""
+        if self.objective == "throughput":
+            raise UsageError(
+                "objective 'throughput' (programs / makespan) is not linear and has no LP/MPS "
+                "export: export objective 'makespan' (the model it solves; same schedule)"
+            )
+        rescale_objective(built.model, built.layout.t_ref)
 
     def describe(self, instance: CpuGpuInstance, params: NoParams, built: Built) -> dict[str, Any]:
         info: dict[str, Any] = {"model": "pairing" if instance.slowdown else "independent"}

@@ -8,17 +8,17 @@ from functools import cached_property
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from ...instance import InstanceBase, fail
+from ...instance import InstanceBase, RecordBase, fail
 from .._shared.validation import id_positions, note_id
 
 PosFloat = Annotated[float, Field(gt=0)]
 DEVICE_TYPES = ("cpu", "gpu")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+_Strict = RecordBase
+"""Base of the records (strict, frozen; numpy scalars and ``4.0`` for an integer accepted)."""
 
 
 class Device(_Strict):
@@ -36,7 +36,9 @@ class Program(_Strict):
     """
 
     id: Annotated[str, Field(min_length=1)]
-    duration_s: dict[Literal["cpu", "gpu"], PosFloat]
+    duration_s: Annotated[
+        dict[Literal["cpu", "gpu"], PosFloat], Field(json_schema_extra={"minProperties": 1})
+    ]
     divisible: bool = False
 
 

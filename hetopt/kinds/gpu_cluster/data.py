@@ -56,6 +56,16 @@ class GpuJob(_Strict):
     in ``elastic`` instead (and omits ``throughput`` and ``scale_factor``).
     """
 
+    # the published JSON Schema says what the validator enforces: throughput unless elastic
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["throughput"], "properties": {"throughput": {"type": "object"}}},
+                {"required": ["elastic"], "properties": {"elastic": {"type": "object"}}},
+            ]
+        }
+    )
+
     id: Annotated[str, Field(min_length=1)]
     throughput: dict[str, NonNegFloat] | None = None
     """Required unless the job is ``elastic``."""

@@ -13,12 +13,17 @@ horizon (:func:`hetopt.rolling.rolling_schedule`) uses :mod:`.rolling`'s hooks.
 
 from __future__ import annotations
 
+import logging
+import math
 from collections.abc import Mapping
 from typing import ClassVar
+
+import pandas as pd
 
 from ...contract import Method
 from ...options import SolveOptions
 from ...result import Result, Verification
+from .._shared.choice import CHOICE_DETAIL, Choice, chosen
 from ..base import Kind, Objective, UsageError
 from . import verify as V
 from .data import Agent, HumanRobotInstance, Precedence, Task, TeamArrays
@@ -42,11 +47,14 @@ __all__ = [
     "fjsp_to_instance",
     "objective_of",
     "parse_fixed",
+    "plan_diff",
     "plot_gantt",
     "replan",
     "schedule_tables",
     "start_order",
 ]
+
+log = logging.getLogger(__name__)
 
 EXACT_MAX_TASKS = 15
 EXACT_MAX_PAIRS = 75
@@ -72,9 +80,22 @@ METHODS: dict[tuple[str, str], Method] = {
 
 def auto_method(arr: TeamArrays) -> str:
     """What ``method="auto"`` runs: the exact MILP on small instances."""
+    return auto_choice(arr)[0]
+
+
+def auto_choice(arr: TeamArrays) -> tuple[str, Choice]:
+    """What ``method="auto"`` runs and why (reported as ``info["method_choice"]``)."""
     pairs = int(arr.capable.sum())
-    small = pairs <= EXACT_MAX_PAIRS and arr.num_tasks <= EXACT_MAX_TASKS
-    return "exact" if small else "decomposition"
+    tasks = arr.num_tasks
+    size = f"{tasks} tasks, {pairs} capable task-agent pairs"
+    limits = f"exact up to {EXACT_MAX_TASKS} tasks and {EXACT_MAX_PAIRS} pairs"
+    if pairs <= EXACT_MAX_PAIRS and tasks <= EXACT_MAX_TASKS:
+        return "exact", Choice(f"auto chose the exact MILP ({size}; {limits})")
+    return "decomposition", Choice(
+        f"auto chose decomposition (allocate, then sequence: feasible, no optimality "
+        f"proof) for {size} ({limits}); method='exact' runs the MILP",
+        fallback=True,
+    )
 
 
 class HumanRobotKind(Kind):
@@ -87,7 +108,7 @@ class HumanRobotKind(Kind):
     params_model = HumanRobotParams
     methods: ClassVar[Mapping[str, Method]] = {o.name: METHODS[o.name, "exact"] for o in OBJECTIVES}
     tables = TABLES
-    details = (*DETAILS, *ROLLING_DETAILS)
+    details = (*DETAILS, *ROLLING_DETAILS, CHOICE_DETAIL)
     replanner: ClassVar[HumanRobotReplanner] = HumanRobotReplanner()
     """The hooks :func:`hetopt.rolling.rolling_schedule` calls."""
 
@@ -100,8 +121,10 @@ class HumanRobotKind(Kind):
             raise UsageError(
                 "objective 'max_human_workload' needs at least one agent of type 'human'"
             )
-        method = auto_method(arr) if params.method == "auto" else params.method
-        return METHODS[objective, method]
+        if params.method != "auto":
+            return METHODS[objective, params.method]
+        method, choice = auto_choice(arr)
+        return chosen(METHODS[objective, method], choice, log, self.name)
 
     def verify(self, instance: HumanRobotInstance, result: Result) -> Verification:
         fixed = result.info.get("fixed") if result.info else None
@@ -127,21 +150,59 @@ def replan(
     options: SolveOptions | None = None,
     overrides: Mapping[str, tuple[str, float]] | None = None,
     method: str = "auto",
+    delays: Mapping[str, float] | None = None,
 ) -> Result:
     """Re-solve with the past fixed: tasks that ``previous`` started before ``now_s``
     keep their agent and start; the others start at or after ``now_s``.
 
     ``overrides`` records deviations, e.g. ``{"t3": ("h1", 42.0)}`` when a human started
-    ``t3`` at 42 s instead of the planned time (it counts as started). The solve goes
-    through :func:`hetopt.pipeline.solve` (``fixed`` and ``now_s`` parameters).
+    ``t3`` at 42 s instead of the planned time (it counts as started). ``delays`` maps a
+    task to the seconds it starts later than planned, e.g. ``{"drill": 8.0}``: a task
+    planned to start before ``now_s`` counts as started at its planned start plus the
+    delay, on its planned agent; a task planned later cannot start before that time (its
+    release time). :func:`plan_diff` shows what changed. The solve goes through
+    :func:`hetopt.pipeline.solve` (``fixed`` and ``now_s`` parameters).
     """
     sched = previous.tables["schedule"]
-    fixed: dict[str, tuple[str, float]] = {
+    planned = {
         str(t): (str(a), float(s))
         for t, a, s in zip(sched["task"], sched["agent"], sched["start_s"], strict=True)
-        if s < now_s
     }
+    fixed = {t: v for t, v in planned.items() if v[1] < now_s}
+    later: dict[str, float] = {}
+    for t, d in (delays or {}).items():
+        if t not in planned:
+            raise UsageError(f"delays: no task {t!r} in the previous schedule")
+        if not (isinstance(d, int | float) and math.isfinite(d) and d >= 0):
+            raise UsageError(f"delays[{t!r}]: must be a number >= 0, got {d!r}")
+        agent, start = planned[t]
+        if start < now_s:
+            fixed[t] = (agent, start + float(d))
+        else:
+            later[t] = start + float(d)
     for t, v in (overrides or {}).items():
         fixed[t] = (str(v[0]), float(v[1]))
+    if later:
+        data = instance.to_dict()
+        for task in data["tasks"]:
+            if task["id"] in later:
+                task["release_s"] = max(float(task.get("release_s") or 0.0), later[task["id"]])
+        instance = type(instance).from_dict(data)
     obj = KIND.resolve_objective(instance, objective or previous.objective)
     return KIND.solve(instance, obj, options, method=method, fixed=fixed, now_s=now_s)
+
+
+def plan_diff(before: Result, after: Result) -> pd.DataFrame:
+    """What a re-plan changed, one row per task of either schedule: ``agent_before``,
+    ``agent_after``, ``start_before_s``, ``start_after_s``, ``shift_s`` (after - before),
+    ``reassigned`` (the agent changed), in the order of ``before``'s schedule."""
+    cols = ["task", "agent", "start_s"]
+    a = before.tables["schedule"][cols]
+    b = after.tables["schedule"][cols]
+    diff = a.merge(b, on="task", how="outer", suffixes=("_before", "_after"), sort=False)
+    diff = diff.rename(
+        columns={"start_s_before": "start_before_s", "start_s_after": "start_after_s"}
+    )
+    diff["shift_s"] = diff["start_after_s"] - diff["start_before_s"]
+    diff["reassigned"] = diff["agent_before"] != diff["agent_after"]
+    return diff.reset_index(drop=True)

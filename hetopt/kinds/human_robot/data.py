@@ -16,9 +16,9 @@ from functools import cached_property
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from ...instance import InstanceBase, fail
+from ...instance import InstanceBase, RecordBase, fail
 from .._shared.validation import note_id
 
 NonNegFloat = Annotated[float, Field(ge=0)]
@@ -26,8 +26,8 @@ PosFloat = Annotated[float, Field(gt=0)]
 Ident = Annotated[str, Field(min_length=1)]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+_Strict = RecordBase
+"""Base of the records (strict, frozen; numpy scalars and ``4.0`` for an integer accepted)."""
 
 
 class Agent(_Strict):

@@ -45,6 +45,7 @@ import pyomo.environ as pyo
 from ...contract import Built, Outcome, RunMethodBase
 from ...options import SolveOptions
 from ...status import Status
+from .._shared.choice import Choice, ReportsChoice
 from .data import HumanRobotInstance, TeamArrays
 from .params import HumanRobotParams, Setup, setup
 from .tables import objective_of, schedule_tables, start_order
@@ -451,6 +452,14 @@ def search(
             idle[int(np.argmax(load))] += float(np.nanmax(arr.duration))
         history.append(value)
         log.debug("decomposition iteration %d: %s", it, value)
+        session.notify(
+            "decomposition" if stage == "allocation" else stage,
+            it + 1,
+            iterations,
+            "no schedule" if value is None else f"value {value:.6g}",
+            incumbent=None if best is None else best[0],
+            bound=bound,
+        )
         if deadline is not None and time.perf_counter() > deadline:
             break
     return best, bound, history
@@ -695,19 +704,36 @@ def run_decomposition(
 
 
 @dataclass(frozen=True)
-class Decomposition(RunMethodBase):
+class Decomposition(ReportsChoice, RunMethodBase):
     """``method="decomposition"``: pre-check, then allocate / sequence / improve.
 
-    ``build`` (what ``hetopt export`` writes) is the exact MILP, as for every method."""
+    ``build`` (what ``hetopt export`` writes) is the exact MILP, as for every method
+    (objective in seconds)."""
 
     objective: str
+    choice: Choice | None = None
+    """Set when ``method="auto"`` picked this method (reported in ``info``)."""
 
     def build(self, instance: HumanRobotInstance, params: HumanRobotParams) -> Built:
         from .exact import ExactMilp
 
         return ExactMilp(self.objective).build(instance, params)
 
+    def export_objective(
+        self, instance: HumanRobotInstance, params: HumanRobotParams, built: Built
+    ) -> None:
+        """The exact MILP's objective in seconds (the allocation and sequencing stages
+        are not exported: the file is the problem the decomposition approximates)."""
+        from .exact import ExactMilp
+
+        ExactMilp(self.objective).export_objective(instance, params, built)
+
     def run(
+        self, session: Session, instance: HumanRobotInstance, params: HumanRobotParams
+    ) -> Outcome:
+        return self.report_choice(self._run(session, instance, params))
+
+    def _run(
         self, session: Session, instance: HumanRobotInstance, params: HumanRobotParams
     ) -> Outcome:
         from .exact import cycle_outcome

@@ -23,6 +23,8 @@ from ...contract import BuildMethodBase, Built, Outcome, RunMethodBase, SolveVie
 from ...highs import INF as HIGHS_INF
 from ...options import SolveOptions
 from ...status import Status
+from .._shared.choice import Choice, ReportsChoice
+from .._shared.export import rescale_objective
 from . import formulations as F
 from . import verify as V
 from .data import HumanRobotInstance, TeamArrays
@@ -69,6 +71,12 @@ class ExactMilp(BuildMethodBase):
         """HiGHS's bound (in units of ``m.obj``) in seconds (or weighted seconds), for a
         solve that stopped without a schedule."""
         return float(bound) * built.layout.objective_scale
+
+    def export_objective(
+        self, instance: HumanRobotInstance, params: HumanRobotParams, built: Built
+    ) -> None:
+        """The objective in seconds (or weighted seconds), as hetopt reports it."""
+        rescale_objective(built.model, built.layout.objective_scale)
 
     def start(
         self,
@@ -178,15 +186,27 @@ def cycle_outcome(cycle: list[Arc], details: dict[str, Any]) -> Outcome:
 
 
 @dataclass(frozen=True)
-class Exact(RunMethodBase):
+class Exact(ReportsChoice, RunMethodBase):
     """``method="exact"``: pre-check, MIP start, MILP, diagnosis or fallback."""
 
     objective: str
+    choice: Choice | None = None
+    """Set when ``method="auto"`` picked this method (reported in ``info``)."""
 
     def build(self, instance: HumanRobotInstance, params: HumanRobotParams) -> Built:
         return ExactMilp(self.objective).build(instance, params)
 
+    def export_objective(
+        self, instance: HumanRobotInstance, params: HumanRobotParams, built: Built
+    ) -> None:
+        ExactMilp(self.objective).export_objective(instance, params, built)
+
     def run(
+        self, session: Session, instance: HumanRobotInstance, params: HumanRobotParams
+    ) -> Outcome:
+        return self.report_choice(self._run(session, instance, params))
+
+    def _run(
         self, session: Session, instance: HumanRobotInstance, params: HumanRobotParams
     ) -> Outcome:
         arr = instance.arrays

@@ -7,9 +7,9 @@ from functools import cached_property
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from ...instance import InstanceBase, fail
+from ...instance import InstanceBase, RecordBase, fail
 from .._shared.validation import id_positions, note_id
 
 PosFloat = Annotated[float, Field(gt=0)]
@@ -25,8 +25,8 @@ FAIR_TOL = 1e-9
 """Relative tolerance when comparing a profile's CPUs/memory per GPU with the fair share."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+_Strict = RecordBase
+"""Base of the records (strict, frozen; numpy scalars and ``4.0`` for an integer accepted)."""
 
 
 Name = Annotated[str, Field(min_length=1)]

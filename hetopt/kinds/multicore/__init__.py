@@ -16,6 +16,7 @@ from typing import Any
 from ...contract import Column, Detail, Method, Table
 from ...errors import InstanceError, UsageError
 from ...result import Result, Verification
+from .._shared.choice import CHOICE_DETAIL
 from ..base import Kind, Objective
 from . import verify as V
 from .data import Core, MulticoreArrays, MulticoreInstance, Task, Window, with_limits
@@ -110,6 +111,7 @@ JOBS = Table(
 
 DETAILS = (
     Detail("formulation", "str", "the model solved: assignment, disjunctive or time_indexed"),
+    CHOICE_DETAIL,
     Detail("horizon_s", "float", "horizon of the model (big-M, time-indexed length)", "s"),
     Detail("heuristic_makespan_s", "float", "makespan of the best list schedule", "s"),
     Detail(

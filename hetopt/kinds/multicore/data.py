@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import graphlib
 import math
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from ...instance import InstanceBase, fail
+from ...instance import InstanceBase, RecordBase, fail
 from .._shared.validation import id_positions, note_id
 
 NonNegFloat = Annotated[float, Field(ge=0)]
@@ -18,8 +19,8 @@ PosFloat = Annotated[float, Field(gt=0)]
 Name = Annotated[str, Field(min_length=1)]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+_Strict = RecordBase
+"""Base of the records (strict, frozen; numpy scalars and ``4.0`` for an integer accepted)."""
 
 
 class Window(_Strict):
@@ -513,23 +514,18 @@ class MulticoreArrays:
 
 
 def _topological(preds: list[list[int]]) -> list[int]:
-    n = len(preds)
-    indeg = [len(p) for p in preds]
-    succ: list[list[int]] = [[] for _ in range(n)]
+    """Kahn's order (tasks without predecessors by index, then each task as its last
+    predecessor is placed), by :class:`graphlib.TopologicalSorter`: every task is added
+    first, in index order, so its ready tasks come out in that order."""
+    ts: graphlib.TopologicalSorter[int] = graphlib.TopologicalSorter()
+    for i in range(len(preds)):
+        ts.add(i)
     for j, ps in enumerate(preds):
-        for p in ps:
-            succ[p].append(j)
-    order = [i for i in range(n) if indeg[i] == 0]
-    k = 0
-    while k < len(order):
-        for j in succ[order[k]]:
-            indeg[j] -= 1
-            if indeg[j] == 0:
-                order.append(j)
-        k += 1
-    if len(order) != n:  # pragma: no cover - the validator rejects cycles
-        raise ValueError("cycle in predecessors")
-    return order
+        ts.add(j, *ps)
+    try:
+        return list(ts.static_order())
+    except graphlib.CycleError:  # pragma: no cover - the validator rejects cycles
+        raise ValueError("cycle in predecessors") from None
 
 
 def is_finite(x: float | None) -> bool:

@@ -59,6 +59,8 @@ class Plan:
     integer_objective: bool = False
     """Weighted completion with whole-number times and weights: the objective of every
     semi-active schedule is a whole number (``completion`` is integer, bounds round up)."""
+    choice: str = ""
+    """Why ``formulation="auto"`` chose :attr:`formulation` (empty when it was given)."""
 
     @property
     def scale(self) -> float:

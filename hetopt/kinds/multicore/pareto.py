@@ -30,6 +30,7 @@ import pandas as pd
 from ...contract import Built, Outcome, RunMethodBase, SolveView
 from ...options import SolveOptions
 from ...status import Status
+from .._shared.export import rescale_objective
 from . import formulations as F
 from .data import MulticoreArrays, MulticoreInstance
 from .heuristics import Schedule
@@ -147,6 +148,14 @@ class Pareto(RunMethodBase):
     def build(self, instance: MulticoreInstance, params: MulticoreParams) -> Built:
         return prepare(instance, params, "pareto")
 
+    def export_objective(
+        self, instance: MulticoreInstance, params: MulticoreParams, built: Built
+    ) -> None:
+        """The first stage, the shortest makespan, in seconds (the later points add an
+        energy or makespan cap to this model and change its objective; they are not
+        exported)."""
+        rescale_objective(built.model, built.layout.plan.scale)
+
     def run(
         self, session: Session, instance: MulticoreInstance, params: MulticoreParams
     ) -> Outcome:
@@ -172,9 +181,11 @@ class Pareto(RunMethodBase):
         first_sched = schedule_from_solution(built, first)
         c_star = first_sched.makespan
         points: list[Point] = []
+        session.notify("point", 0, params.pareto_points, f"shortest makespan {c_star:.6g} s")
         p = eps.point(eps.mk_hi * plan.t_ref)
         if p is not None:
             points.append(p)
+            session.notify("point", len(points), params.pareto_points, _point_text(p))
         step = 1.0
         if p is not None and not arr.integer_times:
             step = max((p[0] - c_star) / (params.pareto_points - 1), 1e-6 * max(c_star, 1e-9))
@@ -190,9 +201,14 @@ class Pareto(RunMethodBase):
                 if p[0] >= c_last - 1e-9:  # no progress (numerics): stop
                     break
                 points.append(p)
+                session.notify("point", len(points), params.pareto_points, _point_text(p))
         if not points:  # out of time after the first solve: its schedule is all there is
             points.append((c_star, arr.energy(first_sched.core, c_star), first_sched))
         return _front(arr, prep, eps, points, c_star, params.pareto_points)
+
+
+def _point_text(p: Point) -> str:
+    return f"makespan {p[0]:.6g} s, energy {p[1]:.6g} J"
 
 
 def _front(

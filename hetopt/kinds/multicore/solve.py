@@ -25,6 +25,7 @@ from ...contract import (
 from ...errors import UsageError
 from ...options import SolveOptions
 from ...status import Status
+from .._shared.export import export_objective_of, rescale_objective
 from . import formulations as F
 from .data import MulticoreArrays, MulticoreInstance
 from .heuristics import Schedule, best_list_schedule, best_weighted_schedule, left_shift
@@ -140,17 +141,10 @@ def make_plan(
         horizon = min(horizon, arr.deadline)
     integer = arr.integer_times
     assignment_ok = goal.assignment_exact and not arr.sequencing
+    choice = ""
     if formulation == "auto":
-        if assignment_ok:
-            formulation = "assignment"
-        elif (
-            integer
-            and horizon <= F.TIME_INDEXED_MAX_HORIZON
-            and F.horizon_slots(arr, horizon) <= F.TIME_INDEXED_MAX_SLOTS
-        ):
-            formulation = "time_indexed"
-        else:
-            formulation = "disjunctive"
+        formulation, choice = _auto_formulation(arr, objective, horizon, integer, assignment_ok)
+        log.info("multicore: %s", choice)
     if formulation == "assignment" and not assignment_ok:
         raise UsageError(_no_assignment(arr, objective))
     if formulation == "time_indexed" and not arr.integer_durations:
@@ -166,7 +160,17 @@ def make_plan(
         symmetry=symmetry,
         integer_makespan=integer and goal.whole_makespan,
         integer_objective=integer and goal.whole_weighted and arr.integer_weights,
+        choice=choice,
     )
+
+
+def _order_reason(arr: MulticoreArrays, objective: str) -> str:
+    """Why the tasks need an order (the assignment model does not apply)."""
+    if arr.has_dag:
+        return "this instance has predecessors"
+    if not GOALS[objective].assignment_exact:
+        return f"objective {objective} orders tasks"
+    return "tasks have release times or availability windows"
 
 
 def _no_assignment(arr: MulticoreArrays, objective: str) -> str:
@@ -178,6 +182,37 @@ def _no_assignment(arr: MulticoreArrays, objective: str) -> str:
     return (
         "formulation 'assignment' is for tasks free to start at 0; this instance has "
         "release times or availability windows"
+    )
+
+
+def _auto_formulation(
+    arr: MulticoreArrays, objective: str, horizon: float, integer: bool, assignment_ok: bool
+) -> tuple[str, str]:
+    """What ``formulation="auto"`` builds, and why (``info["method_choice"]``)."""
+    if assignment_ok:
+        return "assignment", "auto chose assignment (independent tasks: no order to model)"
+    why = _order_reason(arr, objective)
+    if not integer:
+        return "disjunctive", (
+            f"auto chose disjunctive (tasks need an order: {why}; durations, releases or "
+            "window bounds are not whole numbers, which time_indexed needs)"
+        )
+    limits = f"{F.TIME_INDEXED_MAX_HORIZON:g} s, {F.TIME_INDEXED_MAX_SLOTS:,} start binaries"
+    if horizon > F.TIME_INDEXED_MAX_HORIZON:
+        return "disjunctive", (
+            f"auto chose disjunctive (tasks need an order: {why}; whole-number times, but "
+            f"the horizon {horizon:g} s exceeds time_indexed's limits: {limits})"
+        )
+    slots = F.horizon_slots(arr, horizon)
+    if slots <= F.TIME_INDEXED_MAX_SLOTS:
+        return "time_indexed", (
+            f"auto chose time_indexed (tasks need an order: {why}; whole-number times, "
+            f"horizon {horizon:g} s and {slots:,} start binaries within {limits}); "
+            "formulation='disjunctive' for the big-M model"
+        )
+    return "disjunctive", (
+        f"auto chose disjunctive (tasks need an order: {why}; whole-number times, but "
+        f"{slots:,} start binaries exceed time_indexed's limits: {limits})"
     )
 
 
@@ -228,6 +263,8 @@ def plan_info(prep: Prepared) -> dict[str, Any]:
             h = prep.arrays.weighted_completion(prep.heuristic.end)
             info["heuristic_weighted_completion"] = h
     info["symmetry_classes"] = len(prep.arrays.identical_core_classes()) if plan.symmetry else 0
+    if plan.choice:
+        info["method_choice"] = plan.choice
     return info
 
 
@@ -384,6 +421,13 @@ class Scheduled(BuildMethodBase):
         plan = built.layout.plan
         return whole_second_gap(options, plan.t_ref) if plan.whole_objective else options
 
+    def export_objective(
+        self, instance: MulticoreInstance, params: MulticoreParams, built: Built
+    ) -> None:
+        """The makespan in seconds or the energy in joules (the model's is in units of
+        ``t_ref`` / ``e_ref``)."""
+        rescale_objective(built.model, built.layout.plan.scale)
+
     def unscale_bound(self, built: Built, bound: float) -> float:
         # HiGHS reports a finite bound or none when it stops without a solution
         b = scaled_bound(built.layout.plan, bound)
@@ -434,6 +478,11 @@ class Relaxation(RunMethodBase):
 
     def build(self, instance: MulticoreInstance, params: MulticoreParams) -> Built:
         return self.mip.build(instance, params)
+
+    def export_objective(
+        self, instance: MulticoreInstance, params: MulticoreParams, built: Built
+    ) -> None:
+        self.mip.export_objective(instance, params, built)
 
     def run(
         self, session: Session, instance: MulticoreInstance, params: MulticoreParams
@@ -507,6 +556,11 @@ class Refused(RunMethodBase):
 
     def build(self, instance: MulticoreInstance, params: MulticoreParams) -> Built:
         return self.method.build(instance, params)
+
+    def export_objective(
+        self, instance: MulticoreInstance, params: MulticoreParams, built: Built
+    ) -> None:
+        export_objective_of(self.method, instance, params, built)
 
     def run(
         self, session: Session, instance: MulticoreInstance, params: MulticoreParams

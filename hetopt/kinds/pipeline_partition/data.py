@@ -308,6 +308,9 @@ class PipelinePartitionInstance(InstanceBase):
     def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
         """The discriminated union of the two modes, with the fields they share (and the
         union of their properties) at the top level for editors and tools."""
+        from ...schema import InstanceJsonSchema
+
+        kwargs.setdefault("schema_generator", InstanceJsonSchema)  # caps, kind, objectives
         union = copy.deepcopy(_UNION.json_schema(*args, **kwargs))
         defs = union.get("$defs", {})
         serving, training = defs["ServingInstance"], defs["TrainingInstance"]

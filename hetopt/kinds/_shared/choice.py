@@ -1,0 +1,68 @@
+"""Automatic method choices that say what they chose and why.
+
+When a parameter is ``"auto"`` (``client_selection`` ``method``, ``human_robot``
+``method``, ``multicore`` ``formulation``) the kind picks a method from the instance.
+Every such choice is reported in ``Result.info["method_choice"]`` (one line: what ran,
+why, and the parameter that chooses otherwise) and logged on the kind's logger: at
+``WARNING`` when the choice falls back from a faster exact path or to a method without an
+optimality proof, at ``INFO`` otherwise. The command line shows warnings on stderr
+(``hetopt: warning: ...``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from ...contract import Detail, Outcome
+
+__all__ = ["CHOICE_DETAIL", "Choice", "ReportsChoice", "announce", "chosen"]
+
+CHOICE_DETAIL = Detail(
+    "method_choice",
+    "str",
+    "what an 'auto' parameter chose, why, and how to choose otherwise",
+)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The outcome of an automatic choice: ``text`` for ``info``, ``fallback`` when it is
+    slower than the fast exact path or gives up the optimality proof."""
+
+    text: str
+    fallback: bool = False
+
+
+def announce(log: logging.Logger, kind: str, choice: Choice) -> None:
+    """Log ``choice`` (a warning for a fallback)."""
+    level = logging.WARNING if choice.fallback else logging.INFO
+    log.log(level, "%s: %s", kind, choice.text)
+
+
+class ReportsChoice:
+    """Mixin of a method an automatic choice can pick: :attr:`choice` (set on the
+    method object the choice returns) goes into ``info["method_choice"]``."""
+
+    choice: Choice | None = None
+
+    def report_choice(self, outcome: Outcome) -> Outcome:
+        if self.choice is not None:
+            outcome.details["method_choice"] = self.choice.text
+        return outcome
+
+    def choice_details(self) -> dict[str, Any]:
+        return {} if self.choice is None else {"method_choice": self.choice.text}
+
+
+def chosen(method: Any, choice: Choice, log: logging.Logger, kind: str) -> Any:
+    """``method`` (a :class:`ReportsChoice`) marked as picked by ``choice``, which is
+    logged now: a copy for a frozen dataclass (a shared method table's entry), else the
+    object itself (made for this solve)."""
+    announce(log, kind, choice)
+    if dataclasses.is_dataclass(method):
+        return dataclasses.replace(method, choice=choice)  # type: ignore[type-var]
+    method.choice = choice
+    return method
