@@ -11,7 +11,11 @@ the layout):
   node-split network, is not larger (the flow is maximal for the placement);
 * training: stages are contiguous, cover every layer once, run where their layers have
   times, fit in memory, use no more devices of a type than there are; stage times are
-  recomputed from the layers' profiles and the objective from them.
+  recomputed from the layers' profiles and the objective from them. With
+  ``pipelines > 1`` every pipeline of the ``stages`` table is checked so, the devices are
+  counted over all of them, and the ``batch_split`` table is checked (whole micro-batches
+  ``>= 1`` summing to the batch, each pipeline's ``(b + S - 1) x bottleneck``); the
+  objective is recomputed as the slowest pipeline's time.
 """
 
 from __future__ import annotations
@@ -184,53 +188,129 @@ def verify_training(
     objective_value: float | None,
     tables: Mapping[str, pd.DataFrame],
 ) -> Verification:
-    checks = ("contiguous", "runs_there", "memory", "devices", "times", "objective")
+    checks: tuple[str, ...] = (
+        "contiguous",
+        "runs_there",
+        "memory",
+        "devices",
+        "times",
+        "objective",
+    )
     problems: list[str] = []
     df = tables.get("stages")
     if df is None or df.empty:
         return Verification(ok=False, violations=("no stages table",), checks=checks)
+    split = inst.split
+    if split:
+        checks = (*checks, "batch_split")
+        if "pipeline" not in df.columns:
+            return Verification(
+                ok=False, violations=("stages has no pipeline column",), checks=checks
+            )
+    groups: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for r in df.to_dict("records"):
+        groups[int(r["pipeline"]) if split else 0].append(r)
+    used: dict[str, int] = defaultdict(int)
+    times: dict[int, list[float]] = {}
+    for p, rows in sorted(groups.items()):
+        label = f"pipeline {p}: " if split else ""
+        rows.sort(key=lambda r: int(r["stage"]))
+        groups[p] = rows
+        times[p] = _check_chain(inst, rows, label, used, problems)
+    dev = {d.type: d for d in inst.devices}
+    for t, n in used.items():
+        if t in dev and n > dev[t].count:
+            problems.append(f"{n} devices of type {t} used, there are {dev[t].count}")
+    ls = tables.get("layer_stage")
+    if ls is not None:
+        got = {
+            (int(r["pipeline"]) if split else 0, str(r["layer"])): int(r["stage"])
+            for r in ls.to_dict("records")
+        }
+        for p, rows in groups.items():
+            label = f"pipeline {p}: " if split else ""
+            for k, r in enumerate(rows):
+                s, n = int(r["start_layer"]), int(r["num_layers"])
+                for layer in inst.layers[s : s + n]:
+                    if got.get((p, layer.id)) != k:
+                        problems.append(
+                            f"layer_stage: {label}layer {layer.id} is in stage "
+                            f"{got.get((p, layer.id))}, not {k}"
+                        )
+                        break
+    value = None
+    if not problems and all(times.values()):
+        if split:
+            value = _check_split(inst, tables.get("batch_split"), times, problems)
+        else:
+            (ts,) = times.values()
+            value = max(ts)
+            if objective == "min_iteration_time":
+                value = (inst.micro_batches + len(ts) - 1) * value
+        if value is not None and (
+            objective_value is None
+            or not math.isclose(value, objective_value, rel_tol=TOL, abs_tol=TOL)
+        ):
+            problems.append(
+                f"objective recomputed as {value:.12g}, the result says {objective_value}"
+            )
+    return Verification(
+        ok=not problems, objective_value=value, violations=tuple(problems), checks=checks
+    )
+
+
+def _check_chain(
+    inst: TrainingInstance,
+    rows: list[dict[str, Any]],
+    label: str,
+    used: dict[str, int],
+    problems: list[str],
+) -> list[float]:
+    """Check one pipeline's stages (sorted by ``stage``): contiguous from layer 0 to the
+    end, runnable, in memory, times recomputed; count its devices into ``used``; return
+    its stage times."""
     layers = inst.layers
     L = len(layers)
     dev = {d.type: d for d in inst.devices}
     bw = {(c.from_type, c.to_type): c.bandwidth_gb_s for c in inst.interconnect}
-    rows = sorted(df.to_dict("records"), key=lambda r: int(r["stage"]))
     nxt = 0
-    used: dict[str, int] = defaultdict(int)
-    times = []
+    times: list[float] = []
+    start = len(problems)
     for k, r in enumerate(rows):
         t = str(r["device_type"])
         s, n = int(r["start_layer"]), int(r["num_layers"])
         rep, tp = int(r["replicas"]), int(r["tp_degree"])
         if int(r["stage"]) != k:
             problems.append(
-                f"stages are numbered {[int(x['stage']) for x in rows]}, not 0..{len(rows) - 1}"
+                f"{label}stages are numbered {[int(x['stage']) for x in rows]}, "
+                f"not 0..{len(rows) - 1}"
             )
             break
         if s != nxt or n < 1 or s + n > L:
-            problems.append(f"stage {k}: layers [{s}, {s + n}) do not continue at {nxt}")
+            problems.append(f"{label}stage {k}: layers [{s}, {s + n}) do not continue at {nxt}")
             break
         nxt = s + n
         if t not in dev:
-            problems.append(f"stage {k}: unknown device type {t!r}")
+            problems.append(f"{label}stage {k}: unknown device type {t!r}")
             continue
         if rep < 1 or rep > inst.max_data_parallel or tp < 1 or tp > inst.max_tensor_parallel:
-            problems.append(f"stage {k}: {rep} replicas x tp {tp} not allowed")
+            problems.append(f"{label}stage {k}: {rep} replicas x tp {tp} not allowed")
             continue
         used[t] += rep * tp
         if int(r["devices"]) != rep * tp:
-            problems.append(f"stage {k}: devices {r['devices']} != replicas x tp_degree")
+            problems.append(f"{label}stage {k}: devices {r['devices']} != replicas x tp_degree")
         comp = 0.0
         for layer in layers[s : s + n]:
             tm = layer.time_ms.get(t) if tp == 1 else layer.tp_time_ms.get(t, {}).get(str(tp))
             if tm is None:
-                problems.append(f"stage {k}: layer {layer.id} has no time on {t} (tp {tp})")
+                problems.append(f"{label}stage {k}: layer {layer.id} has no time on {t} (tp {tp})")
                 tm = math.inf
             comp += tm
         comp /= rep
         mem = sum(layer.memory_gb for layer in layers[s : s + n]) / tp
         if mem > dev[t].memory_gb * (1 + TOL):
             problems.append(
-                f"stage {k}: needs {mem:.6g} GB per device, {t} has {dev[t].memory_gb:g}"
+                f"{label}stage {k}: needs {mem:.6g} GB per device, {t} has {dev[t].memory_gb:g}"
             )
         trans = 0.0
         if k + 1 < len(rows) and layers[s + n - 1].activation_gb > 0:
@@ -244,36 +324,57 @@ def verify_training(
             ("memory_gb", mem),
         ):
             if not math.isclose(float(r[name]), want, rel_tol=TOL, abs_tol=TOL):
-                problems.append(f"stage {k}: {name} is {r[name]}, recomputed {want:.9g}")
+                problems.append(f"{label}stage {k}: {name} is {r[name]}, recomputed {want:.9g}")
         times.append(comp + trans)
-    if nxt != L and not problems:
-        problems.append(f"the stages end at layer {nxt}, the model has {L}")
-    for t, n in used.items():
-        if t in dev and n > dev[t].count:
-            problems.append(f"{n} devices of type {t} used, there are {dev[t].count}")
-    ls = tables.get("layer_stage")
-    if ls is not None:
-        got = {str(r["layer"]): int(r["stage"]) for r in ls.to_dict("records")}
-        for k, r in enumerate(rows):
-            s, n = int(r["start_layer"]), int(r["num_layers"])
-            for layer in layers[s : s + n]:
-                if got.get(layer.id) != k:
-                    problems.append(
-                        f"layer_stage: layer {layer.id} is in stage {got.get(layer.id)}, not {k}"
-                    )
-                    break
-    value = None
-    if times and not problems:
-        bottleneck = max(times)
-        value = bottleneck
-        if objective == "min_iteration_time":
-            value = (inst.micro_batches + len(times) - 1) * bottleneck
-        if objective_value is None or not math.isclose(
-            value, objective_value, rel_tol=TOL, abs_tol=TOL
+    if nxt != L and len(problems) == start:
+        problems.append(f"{label}the stages end at layer {nxt}, the model has {L}")
+    return times
+
+
+def _check_split(
+    inst: TrainingInstance,
+    split: pd.DataFrame | None,
+    times: dict[int, list[float]],
+    problems: list[str],
+) -> float | None:
+    """The batch split: one row per pipeline of the stages table, whole micro-batches
+    ``>= 1`` summing to ``micro_batches``, at most ``pipelines`` pipelines, each row's
+    stage count, bottleneck and ``(b + S - 1) x bottleneck`` recomputed; returns the
+    slowest pipeline's time (the objective)."""
+    if split is None or split.empty:
+        problems.append("no batch_split table")
+        return None
+    rows = {int(r["pipeline"]): r for r in split.to_dict("records")}
+    if len(rows) != len(split) or set(rows) != set(times):
+        problems.append(
+            f"batch_split names pipelines {sorted(int(p) for p in split['pipeline'])}, "
+            f"the stages table {sorted(times)}"
+        )
+        return None
+    if inst.pipelines is not None and len(rows) > inst.pipelines:
+        problems.append(f"{len(rows)} pipelines used, at most {inst.pipelines} allowed")
+    total = 0
+    value = 0.0
+    for p, r in sorted(rows.items()):
+        b = r["micro_batches"]
+        if b != int(b) or int(b) < 1:
+            problems.append(f"pipeline {p}: {b} micro-batches is not a whole number >= 1")
+            continue
+        b = int(b)
+        total += b
+        S = len(times[p])
+        bottleneck = max(times[p])
+        want = (b + S - 1) * bottleneck
+        for name, got, exp in (
+            ("stages", r["stages"], S),
+            ("bottleneck_ms", r["bottleneck_ms"], bottleneck),
+            ("time_ms", r["time_ms"], want),
         ):
-            problems.append(
-                f"objective recomputed as {value:.12g}, the result says {objective_value}"
-            )
-    return Verification(
-        ok=not problems, objective_value=value, violations=tuple(problems), checks=checks
-    )
+            if not math.isclose(float(got), exp, rel_tol=TOL, abs_tol=TOL):
+                problems.append(f"pipeline {p}: {name} is {got}, recomputed {exp:.9g}")
+        value = max(value, want)
+    if total != inst.micro_batches:
+        problems.append(
+            f"the pipelines run {total} micro-batches, the batch is {inst.micro_batches}"
+        )
+    return value
