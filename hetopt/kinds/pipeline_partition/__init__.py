@@ -131,6 +131,14 @@ STAGES = Table(
             "pipelines > 1: the pipeline of the stage (stages numbered within it)",
             optional=True,
         ),
+        Column(
+            "allreduce_ms",
+            "float",
+            "with replicas, grad_gb and allreduce_gb_s: ring all-reduce of the stage's "
+            "gradients among its replicas, once per iteration",
+            "ms",
+            optional=True,
+        ),
     ),
     optional=True,
 )
@@ -153,7 +161,19 @@ BATCH_SPLIT = Table(
         Column("micro_batches", "int", "micro-batches it runs per iteration (b_r >= 1)"),
         Column("stages", "int", "its number of stages S_r"),
         Column("bottleneck_ms", "float", "its largest stage time", "ms"),
-        Column("time_ms", "float", "its iteration time (b_r + S_r - 1) x bottleneck", "ms"),
+        Column(
+            "time_ms",
+            "float",
+            "its iteration time (b_r + S_r - 1) x bottleneck (+ allreduce_ms)",
+            "ms",
+        ),
+        Column(
+            "allreduce_ms",
+            "float",
+            "with a gradient all-reduce cost: the largest of its stages'",
+            "ms",
+            optional=True,
+        ),
     ),
     optional=True,
 )
@@ -191,6 +211,13 @@ DETAILS = (
         "ms",
     ),
     Detail("pipelines", "int", "training with pipelines > 1: pipelines used"),
+    Detail(
+        "allreduce_ms",
+        "float",
+        "training with a gradient all-reduce cost: the largest stage all-reduce (added once "
+        "to the iteration time)",
+        "ms",
+    ),
 )
 
 

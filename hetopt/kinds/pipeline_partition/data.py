@@ -167,22 +167,29 @@ class TrainingLayer(_Strict):
     device (weights, optimiser state, stashed activations). Optional profiles:
     ``activation_gb``, the activation (and gradient) it sends to the next stage per
     micro-batch; ``tp_time_ms[type][degree]``, its time split over ``degree`` devices
-    of that type by tensor parallelism (its memory is then ``memory_gb / degree``).
+    of that type by tensor parallelism (its memory is then ``memory_gb / degree``);
+    ``grad_gb``, its gradient, all-reduced once per iteration among the data-parallel
+    replicas of its stage (over the type's ``allreduce_gb_s``).
     """
 
     id: Ident
     time_ms: dict[Ident, PosFloat]
     memory_gb: NonNegFloat
     activation_gb: NonNegFloat = 0.0
+    grad_gb: NonNegFloat = 0.0
     tp_time_ms: dict[Ident, dict[Ident, PosFloat]] = Field(default_factory=dict)
 
 
 class DeviceType(_Strict):
-    """``count`` devices of one type, each with ``memory_gb`` of memory."""
+    """``count`` devices of one type, each with ``memory_gb`` of memory.
+
+    ``allreduce_gb_s``: the ring bandwidth between devices of the type (GB/s) for the
+    gradient all-reduce of a stage's data-parallel replicas (none: not costed)."""
 
     type: Ident
     count: Annotated[int, Field(ge=1, le=100_000)]
     memory_gb: PosFloat
+    allreduce_gb_s: PosFloat | None = None
 
 
 class Interconnect(_Strict):

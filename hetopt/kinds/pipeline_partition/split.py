@@ -32,8 +32,10 @@ from .training import (
     _cat,
     _catf,
     _type_rows,
+    has_allreduce,
     layer_times,
     max_stages,
+    stage_allreduce,
     stage_arcs,
     stage_tables,
     stage_times,
@@ -106,6 +108,13 @@ def build_split(inst: TrainingInstance, stage_cap: int | None = None) -> Built:
     m.iteration_ms = pyo.Var(bounds=(0.0, None))
     cols = [*m.stage.values(), *m.transition.values(), m.iteration_ms]
     XT, OB = A * C, A * C + R
+    # per slot the gradient all-reduce of its stages' replicas, once per iteration
+    allreduce = bool(arcs.allreduce_ms.any())
+    if allreduce:
+        m.SLOTS = pyo.RangeSet(0, P - 1)
+        m.allreduce_ms = pyo.Var(m.SLOTS, bounds=(0.0, None))
+        cols += list(m.allreduce_ms.values())
+    AR = OB + 1
 
     def col(a: np.ndarray, c: int) -> np.ndarray:
         return c * A + a
@@ -213,6 +222,10 @@ def build_split(inst: TrainingInstance, stage_cap: int | None = None) -> Built:
     rr.append(np.arange(P * L))
     cc.append(np.full(P * L, OB))
     vv.append(-np.ones(P * L))
+    if allreduce:
+        rr.append(np.arange(P * L))
+        cc.append(AR + np.repeat(np.arange(P), L))
+        vv.append(np.ones(P * L))
     m.c_layer_time = LinearRows.from_coo(
         _cat(rr), _cat(cc), _catf(vv), P * L, np.full(P * L, -INF), np.zeros(P * L), cols
     )
@@ -238,8 +251,25 @@ def build_split(inst: TrainingInstance, stage_cap: int | None = None) -> Built:
         rr.append(np.arange(n))
         cc.append(np.full(n, OB))
         vv.append(-np.ones(n))
+        if allreduce:
+            rr.append(np.arange(n))
+            cc.append(AR + np.repeat(np.arange(P), L - 1))
+            vv.append(np.ones(n))
         m.c_boundary_time = LinearRows.from_coo(
             _cat(rr), _cat(cc), _catf(vv), n, np.full(n, -INF), np.zeros(n), cols
+        )
+    if allreduce:
+        # c_allreduce[r, l]: the all-reduce of slot r's stage holding l <= allreduce_ms[r]
+        rr, cc, vv = [], [], []
+        for c in range(C):
+            rr.append(slot[c] * L + held)
+            cc.append(col(np.repeat(ar, lens), c))
+            vv.append(np.repeat(arcs.allreduce_ms, lens))
+        rr.append(np.arange(P * L))
+        cc.append(AR + np.repeat(np.arange(P), L))
+        vv.append(-np.ones(P * L))
+        m.c_allreduce = LinearRows.from_coo(
+            _cat(rr), _cat(cc), _catf(vv), P * L, np.full(P * L, -INF), np.zeros(P * L), cols
         )
     m.obj = pyo.Objective(expr=m.iteration_ms, sense=pyo.minimize)
     return Built(m, SplitLayout(arcs, P, mults, comm, tuple(trans_keys)))
@@ -261,15 +291,17 @@ def device_work(inst: TrainingInstance) -> float:
 
 
 # ----------------------------------------------------------------------------- plans
-def pipeline_time(inst: TrainingInstance, p: Pipeline) -> tuple[float, float]:
-    """``(bottleneck_ms, time_ms)`` of a pipeline, recomputed from the profiles."""
+def pipeline_time(inst: TrainingInstance, p: Pipeline) -> tuple[float, float, float]:
+    """``(bottleneck_ms, allreduce_ms, time_ms)`` of a pipeline, recomputed from the
+    profiles: ``time = (b + S - 1) x bottleneck + allreduce``."""
     comp, trans, _ = stage_times(inst, list(p.stages))
     bottleneck = float((comp + trans).max())
-    return bottleneck, (p.micro_batches + len(p.stages) - 1) * bottleneck
+    extra = float(stage_allreduce(inst, list(p.stages)).max())
+    return bottleneck, extra, (p.micro_batches + len(p.stages) - 1) * bottleneck + extra
 
 
 def plan_value(inst: TrainingInstance, plan: list[Pipeline]) -> float:
-    return max(pipeline_time(inst, p)[1] for p in plan)
+    return max(pipeline_time(inst, p)[2] for p in plan)
 
 
 def split_tables(inst: TrainingInstance, plan: list[Pipeline]) -> dict[str, pd.DataFrame]:
@@ -279,11 +311,12 @@ def split_tables(inst: TrainingInstance, plan: list[Pipeline]) -> dict[str, pd.D
         t = stage_tables(inst, list(p.stages))
         stages.append(t["stages"].assign(pipeline=r))
         layers.append(t["layer_stage"].assign(pipeline=r))
-        b, tm = pipeline_time(inst, p)
-        rows.append((r, p.micro_batches, len(p.stages), b, tm))
-    split = pd.DataFrame(
-        rows, columns=["pipeline", "micro_batches", "stages", "bottleneck_ms", "time_ms"]
-    )
+        b, extra, tm = pipeline_time(inst, p)
+        rows.append((r, p.micro_batches, len(p.stages), b, tm, extra))
+    names = ["pipeline", "micro_batches", "stages", "bottleneck_ms", "time_ms", "allreduce_ms"]
+    split = pd.DataFrame(rows, columns=names)
+    if not has_allreduce(inst):
+        split = split.drop(columns="allreduce_ms")
     return {
         "stages": pd.concat(stages, ignore_index=True),
         "layer_stage": pd.concat(layers, ignore_index=True),
@@ -383,6 +416,11 @@ def start_vector(
                     return None
                 if tcols[q] >= 0:
                     x0[tcols[q]] = 1.0
+    if lay.arcs.allreduce_ms.any():
+        cols = compiled.columns_of(built.model.allreduce_ms)
+        for r, p in enumerate(sorted(plan, key=lambda p: -p.micro_batches)):
+            if cols[r] >= 0:
+                x0[cols[r]] = pipeline_time(inst, p)[1]
     j = compiled.column(built.model.iteration_ms)
     if j >= 0:
         x0[j] = plan_value(inst, plan)

@@ -212,11 +212,13 @@ def verify_training(
         groups[int(r["pipeline"]) if split else 0].append(r)
     used: dict[str, int] = defaultdict(int)
     times: dict[int, list[float]] = {}
+    reduce: dict[int, float] = {}
     for p, rows in sorted(groups.items()):
         label = f"pipeline {p}: " if split else ""
         rows.sort(key=lambda r: int(r["stage"]))
         groups[p] = rows
-        times[p] = _check_chain(inst, rows, label, used, problems)
+        times[p], ar = _check_chain(inst, rows, label, used, problems)
+        reduce[p] = max(ar, default=0.0)
     dev = {d.type: d for d in inst.devices}
     for t, n in used.items():
         if t in dev and n > dev[t].count:
@@ -241,12 +243,12 @@ def verify_training(
     value = None
     if not problems and all(times.values()):
         if split:
-            value = _check_split(inst, tables.get("batch_split"), times, problems)
+            value = _check_split(inst, tables.get("batch_split"), times, reduce, problems)
         else:
-            (ts,) = times.values()
+            ((p, ts),) = times.items()
             value = max(ts)
             if objective == "min_iteration_time":
-                value = (inst.micro_batches + len(ts) - 1) * value
+                value = (inst.micro_batches + len(ts) - 1) * value + reduce[p]
         if value is not None and (
             objective_value is None
             or not math.isclose(value, objective_value, rel_tol=TOL, abs_tol=TOL)
@@ -265,16 +267,18 @@ def _check_chain(
     label: str,
     used: dict[str, int],
     problems: list[str],
-) -> list[float]:
+) -> tuple[list[float], list[float]]:
     """Check one pipeline's stages (sorted by ``stage``): contiguous from layer 0 to the
     end, runnable, in memory, times recomputed; count its devices into ``used``; return
-    its stage times."""
+    its stage times and the gradient all-reduce of each stage (ring, among its replicas:
+    ``2 (r - 1) / r x grad / tp / bw``)."""
     layers = inst.layers
     L = len(layers)
     dev = {d.type: d for d in inst.devices}
     bw = {(c.from_type, c.to_type): c.bandwidth_gb_s for c in inst.interconnect}
     nxt = 0
     times: list[float] = []
+    reduce: list[float] = []
     start = len(problems)
     for k, r in enumerate(rows):
         t = str(r["device_type"])
@@ -317,30 +321,42 @@ def _check_chain(
             b = bw.get((t, str(rows[k + 1]["device_type"])))
             if b is not None:
                 trans = layers[s + n - 1].activation_gb / b * 1000.0
-        for name, want in (
+        ar = 0.0
+        bw_ar = dev[t].allreduce_gb_s
+        if bw_ar is not None and rep > 1:
+            grad = sum(layer.grad_gb for layer in layers[s : s + n])
+            ar = 2.0 * (rep - 1) / rep * grad / tp / bw_ar * 1000.0
+        reduce.append(ar)
+        checked = [
             ("compute_ms", comp),
             ("transfer_ms", trans),
             ("time_ms", comp + trans),
             ("memory_gb", mem),
-        ):
+        ]
+        if "allreduce_ms" in r:
+            checked.append(("allreduce_ms", ar))
+        elif ar > 0:
+            problems.append(f"{label}stage {k}: no allreduce_ms, recomputed {ar:.9g}")
+        for name, want in checked:
             if not math.isclose(float(r[name]), want, rel_tol=TOL, abs_tol=TOL):
                 problems.append(f"{label}stage {k}: {name} is {r[name]}, recomputed {want:.9g}")
         times.append(comp + trans)
     if nxt != L and len(problems) == start:
         problems.append(f"{label}the stages end at layer {nxt}, the model has {L}")
-    return times
+    return times, reduce
 
 
 def _check_split(
     inst: TrainingInstance,
     split: pd.DataFrame | None,
     times: dict[int, list[float]],
+    reduce: dict[int, float],
     problems: list[str],
 ) -> float | None:
     """The batch split: one row per pipeline of the stages table, whole micro-batches
     ``>= 1`` summing to ``micro_batches``, at most ``pipelines`` pipelines, each row's
-    stage count, bottleneck and ``(b + S - 1) x bottleneck`` recomputed; returns the
-    slowest pipeline's time (the objective)."""
+    stage count, bottleneck and ``(b + S - 1) x bottleneck + allreduce`` recomputed;
+    returns the slowest pipeline's time (the objective)."""
     if split is None or split.empty:
         problems.append("no batch_split table")
         return None
@@ -364,12 +380,15 @@ def _check_split(
         total += b
         S = len(times[p])
         bottleneck = max(times[p])
-        want = (b + S - 1) * bottleneck
-        for name, got, exp in (
+        want = (b + S - 1) * bottleneck + reduce[p]
+        checked = [
             ("stages", r["stages"], S),
             ("bottleneck_ms", r["bottleneck_ms"], bottleneck),
             ("time_ms", r["time_ms"], want),
-        ):
+        ]
+        if "allreduce_ms" in r:
+            checked.append(("allreduce_ms", r["allreduce_ms"], reduce[p]))
+        for name, got, exp in checked:
             if not math.isclose(float(got), exp, rel_tol=TOL, abs_tol=TOL):
                 problems.append(f"pipeline {p}: {name} is {got}, recomputed {exp:.9g}")
         value = max(value, want)

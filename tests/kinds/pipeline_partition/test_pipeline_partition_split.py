@@ -293,3 +293,112 @@ def test_more_pipelines_than_micro_batches_leaves_slots_empty() -> None:
     assert r.verification is not None and r.verification.ok
     assert len(r.tables["batch_split"]) <= 2
     assert r.objective_value == pytest.approx(brute_force_split(data))
+
+
+# ----------------------------------------------------------------------------- all-reduce
+def _one_layer(bw: float | None, grad_gb: float = 1.0, pipelines: int | None = None) -> dict:
+    dev: dict[str, Any] = {"type": "G", "count": 4, "memory_gb": 16}
+    if bw is not None:
+        dev["allreduce_gb_s"] = bw
+    data: dict[str, Any] = {
+        "kind": "pipeline_partition",
+        "mode": "training",
+        "layers": [{"id": "l0", "time_ms": {"G": 8.0}, "memory_gb": 4.0, "grad_gb": grad_gb}],
+        "devices": [dev],
+        "micro_batches": 4,
+        "max_data_parallel": 4,
+        "objective": "min_iteration_time",
+    }
+    if pipelines is not None:
+        data["pipelines"] = pipelines
+    return data
+
+
+@pytest.mark.parametrize(
+    ("bw", "want", "replicas"),
+    [
+        # r replicas: 4 x 8 / r + 2 (r - 1) / r x 1 GB / bw x 1000
+        (None, 8.0, 4),  # no bandwidth: not costed, 4 x 8 / 4
+        (1000.0, 8.0 + 1.5, 4),  # r = 4: 8 + 1.5; r = 3: 10.67 + 1.33; r = 2: 16 + 1
+        (10.0, 32.0, 1),  # r = 2: 16 + 100: one device (no all-reduce) is best
+    ],
+)
+def test_gradient_allreduce_closed_form(bw: float | None, want: float, replicas: int) -> None:
+    r = hetopt.solve(_one_layer(bw))
+    assert r.status == Status.OPTIMAL and r.verification is not None and r.verification.ok
+    assert r.objective_value == pytest.approx(want, rel=1e-9)
+    assert list(r.tables["stages"]["replicas"]) == [replicas]
+    if bw is not None:
+        ar = 2 * (replicas - 1) / replicas * 1.0 / bw * 1000
+        assert r.tables["stages"]["allreduce_ms"][0] == pytest.approx(ar)
+        assert r.info["allreduce_ms"] == pytest.approx(ar)
+    else:
+        assert "allreduce_ms" not in r.tables["stages"]
+    # the bottleneck objective ignores the once-per-iteration all-reduce
+    assert hetopt.solve(_one_layer(bw), "min_stage_time").objective_value == pytest.approx(2.0)
+
+
+def test_gradient_allreduce_with_several_pipelines() -> None:
+    # 4 pipelines of one device each (b = 1 each, no all-reduce among a stage's
+    # replicas) take 8 ms; one pipeline of 4 replicas 8 + 1.5 (whole-pipeline replicas
+    # pay no all-reduce here: not modelled, see the model card)
+    r = hetopt.solve(_one_layer(1000.0, pipelines=4))
+    assert r.verification is not None and r.verification.ok
+    assert r.objective_value == pytest.approx(8.0)
+    r = hetopt.solve(_one_layer(1000.0, pipelines=2))
+    # 2 pipelines x 2 replicas: 2 x 8 / 2 + 1.0 = 9; (3, 1) split over 3 + 1 devices:
+    # max(3 x 8 / 3 + 1.33, 8) = 9.33; 2 pipelines of one device: 2 x 8 = 16
+    assert r.objective_value == pytest.approx(9.0)
+    assert "allreduce_ms" in r.tables["batch_split"]
+    assert list(r.tables["batch_split"]["allreduce_ms"]) == pytest.approx([1.0, 1.0])
+
+
+def brute_force_replicas(data: dict[str, Any]) -> float | None:
+    """One pipeline, every cut, every (type, replicas) per stage: ``(M + S - 1) x
+    bottleneck + the largest stage all-reduce``."""
+    layers, L = data["layers"], len(data["layers"])
+    dev = {d["type"]: d for d in data["devices"]}
+    choices = [(t, r) for t in dev for r in range(1, data["max_data_parallel"] + 1)]
+    best = None
+    for S in range(1, L + 1):
+        for cuts in itertools.combinations(range(1, L), S - 1):
+            bounds = [0, *cuts, L]
+            for seq in itertools.product(choices, repeat=S):
+                if any(sum(r for u, r in seq if u == t) > dev[t]["count"] for t in dev):
+                    continue
+                times, ars = [], []
+                for j, (t, r) in enumerate(seq):
+                    part = layers[bounds[j] : bounds[j + 1]]
+                    if any(t not in x["time_ms"] for x in part):
+                        break
+                    if sum(x["memory_gb"] for x in part) > dev[t]["memory_gb"]:
+                        break
+                    times.append(sum(x["time_ms"][t] for x in part) / r)
+                    bw = dev[t].get("allreduce_gb_s")
+                    grad = sum(x.get("grad_gb", 0.0) for x in part)
+                    ars.append(0.0 if bw is None else 2 * (r - 1) / r * grad / bw * 1000)
+                else:
+                    val = (data["micro_batches"] + S - 1) * max(times) + max(ars)
+                    best = val if best is None else min(best, val)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_gradient_allreduce_matches_brute_force(seed: int) -> None:
+    rng = random.Random(100 + seed)
+    data = random_split(seed)
+    data.pop("pipelines")
+    data.pop("interconnect", None)
+    for layer in data["layers"]:
+        layer.pop("activation_gb", None)
+        layer["grad_gb"] = round(rng.uniform(0, 0.05), 3)
+    for d in data["devices"]:
+        d["allreduce_gb_s"] = round(rng.uniform(5, 50), 1)
+    data["max_data_parallel"] = 3
+    want = brute_force_replicas(data)
+    r = hetopt.solve(data, "min_iteration_time")
+    if want is None:
+        assert r.status == Status.INFEASIBLE
+        return
+    assert r.status == Status.OPTIMAL and r.verification is not None and r.verification.ok
+    assert r.objective_value == pytest.approx(want, rel=1e-6)
