@@ -324,9 +324,32 @@ def split_tables(inst: TrainingInstance, plan: list[Pipeline]) -> dict[str, pd.D
     }
 
 
+def even_split_start(
+    inst: TrainingInstance, slots: int, stage_cap: int | None = None
+) -> list[Pipeline] | None:
+    """A feasible plan for HiGHS's start: for ``p = 1 .. slots``, ``p`` copies of the best
+    pipeline (:func:`.training.usage_dp`) on ``1/p`` of every type's devices with the
+    batch split as evenly as possible; the best of them. ``None`` if none fits."""
+    best: tuple[float, list[Pipeline]] | None = None
+    B = inst.micro_batches
+    for p in range(1, slots + 1):
+        devices = [d.model_copy(update={"count": d.count // p}) for d in inst.devices]
+        if not any(d.count for d in devices):
+            break
+        share = inst.model_copy(update={"devices": devices, "micro_batches": -(-B // p)})
+        got = usage_dp(share, "min_iteration_time", stage_cap)
+        if got is None:
+            continue
+        plan = [Pipeline(tuple(got[1]), B // p + (1 if i < B % p else 0)) for i in range(p)]
+        value = plan_value(inst, plan)
+        if best is None or value < best[0]:
+            best = (value, plan)
+    return None if best is None else best[1]
+
+
 class BatchSplit(BuildMethodBase):
     """``min_iteration_time`` with ``pipelines > 1``: the slot x multiplier MILP, started
-    from the best single pipeline carrying every micro-batch (:func:`.training.usage_dp`)."""
+    from :func:`even_split_start`."""
 
     def build(self, instance: TrainingInstance, params: Any) -> Built:
         return build_split(instance, params.max_stages)
@@ -337,11 +360,8 @@ class BatchSplit(BuildMethodBase):
     def start(
         self, instance: TrainingInstance, params: Any, built: Built, compiled: Any
     ) -> np.ndarray | None:
-        got = usage_dp(instance, "min_iteration_time", params.max_stages)
-        if got is None:
-            return None
-        plan = [Pipeline(tuple(got[1]), instance.micro_batches)]
-        return start_vector(instance, built, compiled, plan)
+        plan = even_split_start(instance, built.layout.slots, params.max_stages)
+        return None if plan is None else start_vector(instance, built, compiled, plan)
 
     def extract(
         self, instance: TrainingInstance, params: Any, built: Built, solution: SolveView
