@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,8 @@ from click.testing import CliRunner
 import hetopt
 from hetopt import InstanceError, Status, UsageError
 from hetopt.cli import main
+from hetopt.kinds.pipeline_partition import split
+from hetopt.kinds.pipeline_partition.data import PipelinePartitionInstance
 
 ROOT = Path(__file__).resolve().parents[3]
 INST = ROOT / "instances" / "pipeline_partition"
@@ -78,13 +81,13 @@ def brute_force_split(data: dict[str, Any]) -> float | None:
             use = [sum(pipes[i][0][0][t] for i in combo) for t in range(len(counts))]
             if any(u > c for u, c in zip(use, counts, strict=True)):
                 continue
-            for split in itertools.product(range(1, B + 1), repeat=n - 1):
-                last = B - sum(split)
+            for parts in itertools.product(range(1, B + 1), repeat=n - 1):
+                last = B - sum(parts)
                 if last < 1:
                     continue
                 val = max(
                     (b + pipes[i][0][1] - 1) * pipes[i][1]
-                    for b, i in zip((*split, last), combo, strict=True)
+                    for b, i in zip((*parts, last), combo, strict=True)
                 )
                 best = val if best is None else min(best, val)
     return best
@@ -124,12 +127,12 @@ def random_split(seed: int) -> dict[str, Any]:
 def _check(r: hetopt.Result, data: dict[str, Any]) -> None:
     assert r.status == Status.OPTIMAL, r
     assert r.verification is not None and r.verification.ok, r.verification
-    split = r.tables["batch_split"]
-    assert int(split["micro_batches"].sum()) == data["micro_batches"]
-    assert (split["micro_batches"] >= 1).all()
-    assert len(split) <= data["pipelines"]
-    assert set(r.tables["stages"]["pipeline"]) == set(split["pipeline"])
-    assert r.objective_value == pytest.approx(float(split["time_ms"].max()), rel=1e-9)
+    bs = r.tables["batch_split"]
+    assert int(bs["micro_batches"].sum()) == data["micro_batches"]
+    assert (bs["micro_batches"] >= 1).all()
+    assert len(bs) <= data["pipelines"]
+    assert set(r.tables["stages"]["pipeline"]) == set(bs["pipeline"])
+    assert r.objective_value == pytest.approx(float(bs["time_ms"].max()), rel=1e-9)
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -144,6 +147,14 @@ def test_split_matches_brute_force(seed: int) -> None:
     assert r.objective_value == pytest.approx(want, rel=1e-6)
     one = hetopt.solve({**data, "pipelines": 1}, "min_iteration_time")
     assert r.objective_value <= one.objective_value + 1e-9  # one pipeline is a split
+    # the MIP start is a feasible plan: devices within the counts, the batch covered
+    inst = PipelinePartitionInstance.from_dict(data)
+    plan = split.even_split_start(inst, split.slots_of(inst))
+    if plan is not None:
+        assert sum(p.micro_batches for p in plan) == data["micro_batches"]
+        used = Counter(st.type for p in plan for st in p.stages)
+        assert all(used[i] <= d["count"] for i, d in enumerate(data["devices"]))
+        assert split.plan_value(inst, plan) >= want - 1e-9
 
 
 def _identical(n: int, layers: int, memory_gb: float, batch: int, pipes: int) -> dict[str, Any]:
@@ -229,7 +240,6 @@ def _tamper(r: hetopt.Result, table: str, row: int, col: str, value: Any) -> het
 
 def test_split_verifier_catches_wrong_tables() -> None:
     from hetopt.kinds.pipeline_partition import KIND
-    from hetopt.kinds.pipeline_partition.data import PipelinePartitionInstance
 
     data = json.loads((INST / "training_split.json").read_text())
     inst = PipelinePartitionInstance.from_dict(data)
@@ -351,6 +361,13 @@ def test_gradient_allreduce_with_several_pipelines() -> None:
     assert r.objective_value == pytest.approx(9.0)
     assert "allreduce_ms" in r.tables["batch_split"]
     assert list(r.tables["batch_split"]["allreduce_ms"]) == pytest.approx([1.0, 1.0])
+    from hetopt.kinds.pipeline_partition import KIND
+
+    inst = PipelinePartitionInstance.from_dict(_one_layer(1000.0, pipelines=2))
+    assert KIND.verify(inst, r).ok
+    for table in ("stages", "batch_split"):
+        v = KIND.verify(inst, _tamper(r, table, 0, "allreduce_ms", 0.0))
+        assert not v.ok and any("allreduce_ms" in p or "time_ms" in p for p in v.violations)
 
 
 def brute_force_replicas(data: dict[str, Any]) -> float | None:
