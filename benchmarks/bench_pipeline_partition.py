@@ -125,6 +125,32 @@ TRAINING = [
     for name, n, L, t, slow in TRAINING_SIZES
 ]
 
+SPLIT_SIZES = [
+    # name, devices, layers, types, pipelines, slow
+    ("8x8x2p2", 8, 8, 2, 2, False),
+    ("8x12x2p4", 8, 12, 2, 4, True),
+]
+
+
+def _split_instance(n: int, L: int, t: int, P: int) -> object:
+    data = generate("training", n, L, t, seed=1).to_dict()
+    return PipelinePartitionInstance.from_dict({**data, "pipelines": P})
+
+
+SPLIT = [
+    register(
+        BenchSpec(
+            f"pipeline_partition/batch_split/{name}",
+            "pipeline_partition",
+            "min_iteration_time",
+            {"devices": n, "layers": L, "types": t, "pipelines": P},
+            slow=slow,
+            make=lambda n=n, L=L, t=t, P=P: _split_instance(n, L, t, P),
+        )
+    )
+    for name, n, L, t, P, slow in SPLIT_SIZES
+]
+
 OPTS = SolveOptions(threads=1, time_limit_s=60.0)
 
 
@@ -188,4 +214,27 @@ def bench_pipeline_partition_training(benchmark, spec: BenchSpec) -> None:
         gap=result.gap,
         dp_ms=dp[0] if dp else None,
         stages=result.info.get("stages"),
+    )
+
+
+@pytest.mark.parametrize("spec", [_param(s) for s in SPLIT])
+def bench_pipeline_partition_batch_split(benchmark, spec: BenchSpec) -> None:
+    """Several pipelines: at most the best single pipeline (a split with one pipeline;
+    exact here by ``usage_dp``), verified."""
+    assert spec.make is not None
+    inst = spec.make()
+    result = benchmark.pedantic(
+        lambda: KIND.solve(inst, spec.objective, OPTS), rounds=1, iterations=1
+    )
+    assert result.status in (Status.OPTIMAL, Status.FEASIBLE), result
+    assert result.verification is not None and result.verification.ok
+    dp = TR.usage_dp(inst, spec.objective)
+    assert dp is not None and result.objective_value <= dp[0] + 1e-6
+    record(
+        benchmark,
+        result,
+        bound=result.bound,
+        gap=result.gap,
+        single_pipeline_ms=dp[0],
+        pipelines=result.info.get("pipelines"),
     )

@@ -8,7 +8,8 @@ heterogeneous devices.
 * ``mode: training`` (HETHUB, Metis, HetPipe): pipeline stages on device types;
   ``min_stage_time`` (the bottleneck) and ``min_iteration_time``
   (``(micro_batches + stages - 1) x bottleneck``, the number of stages chosen too) by the
-  boundary-path MILP of :mod:`.training`.
+  boundary-path MILP of :mod:`.training`; with ``pipelines > 1`` the batch is split over
+  several pipelines sharing the devices (:mod:`.split`).
 
 See ``models/pipeline_partition.md``.
 """
@@ -27,6 +28,7 @@ from ...result import Result, Verification
 from ...status import Status
 from ..base import Kind
 from . import serving as S
+from . import split as SP
 from . import training as TR
 from . import verify as V
 from .data import (
@@ -123,6 +125,20 @@ STAGES = Table(
         Column("transfer_ms", "float", "time to send its output to the next stage", "ms"),
         Column("time_ms", "float", "stage time: compute + transfer", "ms"),
         Column("memory_gb", "float", "memory per device", "GB"),
+        Column(
+            "pipeline",
+            "int",
+            "pipelines > 1: the pipeline of the stage (stages numbered within it)",
+            optional=True,
+        ),
+        Column(
+            "allreduce_ms",
+            "float",
+            "with replicas, grad_gb and allreduce_gb_s: ring all-reduce of the stage's "
+            "gradients among its replicas, once per iteration",
+            "ms",
+            optional=True,
+        ),
     ),
     optional=True,
 )
@@ -133,6 +149,31 @@ LAYER_STAGE = Table(
         Column("layer", "str", "layer id"),
         Column("stage", "int", "its stage"),
         Column("device_type", "str", "the stage's device type"),
+        Column("pipeline", "int", "pipelines > 1: the pipeline of the stage", optional=True),
+    ),
+    optional=True,
+)
+BATCH_SPLIT = Table(
+    "batch_split",
+    "training with pipelines > 1: the micro-batches of every pipeline used",
+    (
+        Column("pipeline", "int", "pipeline number (0-based, most micro-batches first)"),
+        Column("micro_batches", "int", "micro-batches it runs per iteration (b_r >= 1)"),
+        Column("stages", "int", "its number of stages S_r"),
+        Column("bottleneck_ms", "float", "its largest stage time", "ms"),
+        Column(
+            "time_ms",
+            "float",
+            "its iteration time (b_r + S_r - 1) x bottleneck (+ allreduce_ms)",
+            "ms",
+        ),
+        Column(
+            "allreduce_ms",
+            "float",
+            "with a gradient all-reduce cost: the largest of its stages'",
+            "ms",
+            optional=True,
+        ),
     ),
     optional=True,
 )
@@ -162,7 +203,21 @@ DETAILS = (
     ),
     Detail("stages", "int", "training: number of pipeline stages"),
     Detail("bottleneck_ms", "float", "training: the largest stage time", "ms"),
-    Detail("iteration_ms", "float", "training: (micro_batches + stages - 1) x bottleneck", "ms"),
+    Detail(
+        "iteration_ms",
+        "float",
+        "training: (micro_batches + stages - 1) x bottleneck (pipelines > 1: of the slowest "
+        "pipeline)",
+        "ms",
+    ),
+    Detail("pipelines", "int", "training with pipelines > 1: pipelines used"),
+    Detail(
+        "allreduce_ms",
+        "float",
+        "training with a gradient all-reduce cost: the largest stage all-reduce (added once "
+        "to the iteration time)",
+        "ms",
+    ),
 )
 
 
@@ -403,7 +458,9 @@ class PipelinePartitionKind(Kind):
         "min_stage_time": TR.MinStageTime(),
         "min_iteration_time": TR.MinIterationTime(),
     }
-    tables = (PLACEMENT, FLOW, STAGES, LAYER_STAGE)
+    split_methods = {("min_iteration_time", "split"): SP.BatchSplit()}
+    """Methods when the instance asks for several pipelines (``pipelines > 1``)."""
+    tables = (PLACEMENT, FLOW, STAGES, LAYER_STAGE, BATCH_SPLIT)
     details = DETAILS
 
     def resolve_objective(self, instance: Any, objective: str | None) -> str:
@@ -418,6 +475,14 @@ class PipelinePartitionKind(Kind):
                 f"objective {objective!r} is not for mode {instance.mode!r}; "
                 f"expected one of: {', '.join(allowed)}"
             )
+        if isinstance(instance, TrainingInstance) and instance.split:
+            try:
+                return self.split_methods[objective, "split"]
+            except KeyError:
+                raise UsageError(
+                    f"objective {objective!r} is not for several pipelines (pipelines: "
+                    f"{instance.pipelines}); expected min_iteration_time"
+                ) from None
         return super().method_for(objective, instance, params)
 
     def verify(self, instance: Any, result: Result) -> Verification:

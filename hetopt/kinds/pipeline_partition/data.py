@@ -167,22 +167,29 @@ class TrainingLayer(_Strict):
     device (weights, optimiser state, stashed activations). Optional profiles:
     ``activation_gb``, the activation (and gradient) it sends to the next stage per
     micro-batch; ``tp_time_ms[type][degree]``, its time split over ``degree`` devices
-    of that type by tensor parallelism (its memory is then ``memory_gb / degree``).
+    of that type by tensor parallelism (its memory is then ``memory_gb / degree``);
+    ``grad_gb``, its gradient, all-reduced once per iteration among the data-parallel
+    replicas of its stage (over the type's ``allreduce_gb_s``).
     """
 
     id: Ident
     time_ms: dict[Ident, PosFloat]
     memory_gb: NonNegFloat
     activation_gb: NonNegFloat = 0.0
+    grad_gb: NonNegFloat = 0.0
     tp_time_ms: dict[Ident, dict[Ident, PosFloat]] = Field(default_factory=dict)
 
 
 class DeviceType(_Strict):
-    """``count`` devices of one type, each with ``memory_gb`` of memory."""
+    """``count`` devices of one type, each with ``memory_gb`` of memory.
+
+    ``allreduce_gb_s``: the ring bandwidth between devices of the type (GB/s) for the
+    gradient all-reduce of a stage's data-parallel replicas (none: not costed)."""
 
     type: Ident
     count: Annotated[int, Field(ge=1, le=100_000)]
     memory_gb: PosFloat
+    allreduce_gb_s: PosFloat | None = None
 
 
 class Interconnect(_Strict):
@@ -211,6 +218,12 @@ class TrainingInstance(_Mode):
     ``max_tensor_parallel > 1`` a tensor-parallel degree listed in every layer's
     ``tp_time_ms`` for the type. Stage time = the sum of its layers' times (+ the
     transfer of its output activation to the next stage, from ``interconnect``).
+
+    With ``pipelines: P > 1`` (``min_iteration_time`` only) up to ``P`` pipelines share
+    the device pool (data parallelism across heterogeneous pipelines):
+    ``micro_batches`` is then the global batch ``B``, split into whole numbers
+    ``b_r >= 1`` (``sum b_r = B``) over the pipelines used, and the iteration time is
+    ``max_r (b_r + S_r - 1) x bottleneck_r``.
     """
 
     mode: Literal["training"]
@@ -220,10 +233,17 @@ class TrainingInstance(_Mode):
     max_data_parallel: Annotated[int, Field(ge=1, le=1024)] = 1
     max_tensor_parallel: Annotated[int, Field(ge=1, le=1024)] = 1
     interconnect: list[Interconnect] = Field(default_factory=list)
+    pipelines: Annotated[int, Field(ge=1, le=1024)] | None = None
     objective: str | None = None
 
     @model_validator(mode="after")
     def _cross_checks(self) -> TrainingInstance:
+        if self.split and self.objective == "min_stage_time":
+            raise fail(
+                "pipelines",
+                "several pipelines split the batch to minimise the iteration time: use "
+                "objective 'min_iteration_time' (or pipelines: 1)",
+            )
         types: dict[str, int] = {}
         for i, d in enumerate(self.devices):
             if d.type in types:
@@ -269,6 +289,11 @@ class TrainingInstance(_Mode):
             pairs[key] = k
         self._check_objective("training")
         return self
+
+    @property
+    def split(self) -> bool:
+        """Several pipelines share the devices and split the batch (``pipelines > 1``)."""
+        return self.pipelines is not None and self.pipelines > 1
 
     @cached_property
     def type_names(self) -> list[str]:

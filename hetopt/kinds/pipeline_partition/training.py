@@ -41,8 +41,9 @@ INF = float("inf")
 @dataclass(frozen=True)
 class StageArcs:
     """Every feasible stage: device type index ``type[a]``, layers ``[start, end)``,
-    ``replicas[a]`` x ``tp[a]`` devices, ``compute_ms[a]`` per micro-batch and
-    ``memory_gb[a]`` per device."""
+    ``replicas[a]`` x ``tp[a]`` devices, ``compute_ms[a]`` per micro-batch,
+    ``memory_gb[a]`` per device and ``allreduce_ms[a]``, the ring all-reduce of its
+    gradients among its replicas once per iteration."""
 
     type: np.ndarray
     start: np.ndarray
@@ -51,6 +52,7 @@ class StageArcs:
     tp: np.ndarray
     compute_ms: np.ndarray
     memory_gb: np.ndarray
+    allreduce_ms: np.ndarray
 
     @property
     def devices(self) -> np.ndarray:
@@ -80,13 +82,32 @@ def tp_degrees(inst: TrainingInstance, t: str) -> list[int]:
     return sorted(d for d in degs if d <= inst.max_tensor_parallel)
 
 
+def allreduce_time(grad_gb: float, replicas: int, tp: int, bw_gb_s: float | None) -> float:
+    """Ring all-reduce of ``grad_gb`` of gradients split ``tp`` ways among ``replicas``
+    devices: ``2 (r - 1) / r x grad_gb / tp / bw x 1000`` ms (0 without a bandwidth)."""
+    if bw_gb_s is None or replicas <= 1:
+        return 0.0
+    return 2.0 * (replicas - 1) / replicas * grad_gb / tp / bw_gb_s * 1000.0
+
+
+def has_allreduce(inst: TrainingInstance) -> bool:
+    """Some stage may pay a gradient all-reduce (replicas, gradients and a bandwidth)."""
+    return (
+        inst.max_data_parallel > 1
+        and any(layer.grad_gb > 0 for layer in inst.layers)
+        and any(d.allreduce_gb_s is not None and d.count > 1 for d in inst.devices)
+    )
+
+
 def stage_arcs(inst: TrainingInstance) -> StageArcs:
     """All feasible stages (every layer has a time there, memory fits, enough devices)."""
     L = len(inst.layers)
     mem = np.array([layer.memory_gb for layer in inst.layers])
     mem_pre = np.concatenate([[0.0], np.cumsum(mem)])
+    grad_pre = np.concatenate([[0.0], np.cumsum([layer.grad_gb for layer in inst.layers])])
     s_all, e_all = np.triu_indices(L + 1, k=1)
-    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("t", "s", "e", "r", "d", "c", "m")}
+    keys = ("t", "s", "e", "r", "d", "c", "m", "g")
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in keys}
     for ti, dev in enumerate(inst.devices):
         for d in tp_degrees(inst, dev.type):
             if d > dev.count:
@@ -107,6 +128,9 @@ def stage_arcs(inst: TrainingInstance) -> StageArcs:
                 cols["d"].append(np.full(len(s), d))
                 cols["c"].append(base / r)
                 cols["m"].append(m_gb[ok])
+                cols["g"].append(
+                    allreduce_time(1.0, r, d, dev.allreduce_gb_s) * (grad_pre[e] - grad_pre[s])
+                )
 
     def cat(key: str, dt: Any) -> np.ndarray:
         return np.concatenate(cols[key]).astype(dt) if cols[key] else np.zeros(0, dt)
@@ -119,6 +143,7 @@ def stage_arcs(inst: TrainingInstance) -> StageArcs:
         cat("d", np.int64),
         cat("c", float),
         cat("m", float),
+        cat("g", float),
     )
 
 
@@ -193,6 +218,12 @@ def build(inst: TrainingInstance, objective: str, stage_cap: int | None = None) 
     obj_var = m.component(unit + "_ms")
     cols = [*m.stage.values(), *m.transition.values(), obj_var]
     XT, OB = A * C, A * C + R
+    # the gradient all-reduce, once per iteration: iteration_ms = pipeline + allreduce_ms
+    allreduce = iteration and bool(arcs.allreduce_ms.any())
+    if allreduce:
+        m.allreduce_ms = pyo.Var(bounds=(0.0, None))
+        cols.append(m.allreduce_ms)
+    AR = OB + 1
 
     def col(a: np.ndarray, c: int) -> np.ndarray:
         return c * A + a
@@ -283,6 +314,10 @@ def build(inst: TrainingInstance, objective: str, stage_cap: int | None = None) 
     rr.append(np.arange(L))
     cc.append(np.full(L, OB))
     vv.append(-np.ones(L))
+    if allreduce:
+        rr.append(np.arange(L))
+        cc.append(np.full(L, AR))
+        vv.append(np.ones(L))
     m.c_layer_time = LinearRows.from_coo(
         _cat(rr), _cat(cc), _catf(vv), L, np.full(L, -INF), np.zeros(L), cols
     )
@@ -309,8 +344,25 @@ def build(inst: TrainingInstance, objective: str, stage_cap: int | None = None) 
         rr.append(np.arange(L - 1))
         cc.append(np.full(L - 1, OB))
         vv.append(-np.ones(L - 1))
+        if allreduce:
+            rr.append(np.arange(L - 1))
+            cc.append(np.full(L - 1, AR))
+            vv.append(np.ones(L - 1))
         m.c_boundary_time = LinearRows.from_coo(
             _cat(rr), _cat(cc), _catf(vv), L - 1, np.full(L - 1, -INF), np.zeros(L - 1), cols
+        )
+    if allreduce:
+        # c_allreduce[l]: the all-reduce of the stage holding l <= allreduce_ms
+        rr, cc, vv = [], [], []
+        for c in range(C):
+            rr.append(held)
+            cc.append(col(np.repeat(ar, lens), c))
+            vv.append(np.repeat(arcs.allreduce_ms, lens))
+        rr.append(np.arange(L))
+        cc.append(np.full(L, AR))
+        vv.append(-np.ones(L))
+        m.c_allreduce = LinearRows.from_coo(
+            _cat(rr), _cat(cc), _catf(vv), L, np.full(L, -INF), np.zeros(L), cols
         )
     m.obj = pyo.Objective(expr=obj_var, sense=pyo.minimize)
     return Built(m, TrainingLayout(arcs, copies, comm, tuple(trans_keys)))
@@ -411,11 +463,27 @@ def stage_times(
     return np.array(comp), np.array(trans), np.array(mem)
 
 
+def stage_allreduce(inst: TrainingInstance, stages: list[Stage]) -> np.ndarray:
+    """Per stage: the ring all-reduce of its gradients among its replicas (ms)."""
+    return np.array(
+        [
+            allreduce_time(
+                sum(layer.grad_gb for layer in inst.layers[st.start : st.end]),
+                st.replicas,
+                st.tp,
+                inst.devices[st.type].allreduce_gb_s,
+            )
+            for st in stages
+        ]
+    )
+
+
 def objective_of(inst: TrainingInstance, objective: str, stages: list[Stage]) -> float:
     comp, trans, _ = stage_times(inst, stages)
     bottleneck = float((comp + trans).max())
     if objective == "min_iteration_time":
-        return (inst.micro_batches + len(stages) - 1) * bottleneck
+        extra = float(stage_allreduce(inst, stages).max()) if stages else 0.0
+        return (inst.micro_batches + len(stages) - 1) * bottleneck + extra
     return bottleneck
 
 
@@ -461,6 +529,8 @@ def stage_tables(inst: TrainingInstance, stages: list[Stage]) -> dict[str, pd.Da
             "memory_gb",
         ],
     )
+    if has_allreduce(inst):
+        stages_df["allreduce_ms"] = stage_allreduce(inst, stages)
     return {
         "stages": stages_df,
         "layer_stage": pd.DataFrame(lrows, columns=["layer", "stage", "device_type"]),
@@ -513,8 +583,10 @@ class _Pipeline(BuildMethodBase):
         details = {
             "stages": len(stages),
             "bottleneck_ms": b,
-            "iteration_ms": (instance.micro_batches + len(stages) - 1) * b,
+            "iteration_ms": objective_of(instance, "min_iteration_time", stages),
         }
+        if has_allreduce(instance):
+            details["allreduce_ms"] = float(stage_allreduce(instance, stages).max())
         return Outcome(value, stage_tables(instance, stages), details)
 
 
@@ -561,6 +633,9 @@ def start_vector(
             if tcols[q] >= 0:
                 x0[tcols[q]] = 1.0
     name = "iteration_ms" if lay.copies != (0,) else "bottleneck_ms"
+    ar = built.model.component("allreduce_ms")
+    if ar is not None and compiled.column(ar) >= 0:
+        x0[compiled.column(ar)] = float(stage_allreduce(inst, stages).max())
     j = compiled.column(built.model.component(name))
     if j >= 0:
         x0[j] = objective_of(

@@ -11,7 +11,11 @@ the layout):
   node-split network, is not larger (the flow is maximal for the placement);
 * training: stages are contiguous, cover every layer once, run where their layers have
   times, fit in memory, use no more devices of a type than there are; stage times are
-  recomputed from the layers' profiles and the objective from them.
+  recomputed from the layers' profiles and the objective from them. With
+  ``pipelines > 1`` every pipeline of the ``stages`` table is checked so, the devices are
+  counted over all of them, and the ``batch_split`` table is checked (whole micro-batches
+  ``>= 1`` summing to the batch, each pipeline's ``(b + S - 1) x bottleneck``); the
+  objective is recomputed as the slowest pipeline's time.
 """
 
 from __future__ import annotations
@@ -184,92 +188,70 @@ def verify_training(
     objective_value: float | None,
     tables: Mapping[str, pd.DataFrame],
 ) -> Verification:
-    checks = ("contiguous", "runs_there", "memory", "devices", "times", "objective")
+    checks: tuple[str, ...] = (
+        "contiguous",
+        "runs_there",
+        "memory",
+        "devices",
+        "times",
+        "objective",
+    )
     problems: list[str] = []
     df = tables.get("stages")
     if df is None or df.empty:
         return Verification(ok=False, violations=("no stages table",), checks=checks)
-    layers = inst.layers
-    L = len(layers)
-    dev = {d.type: d for d in inst.devices}
-    bw = {(c.from_type, c.to_type): c.bandwidth_gb_s for c in inst.interconnect}
-    rows = sorted(df.to_dict("records"), key=lambda r: int(r["stage"]))
-    nxt = 0
+    split = inst.split
+    if split:
+        checks = (*checks, "batch_split")
+        if "pipeline" not in df.columns:
+            return Verification(
+                ok=False, violations=("stages has no pipeline column",), checks=checks
+            )
+    groups: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for r in df.to_dict("records"):
+        groups[int(r["pipeline"]) if split else 0].append(r)
     used: dict[str, int] = defaultdict(int)
-    times = []
-    for k, r in enumerate(rows):
-        t = str(r["device_type"])
-        s, n = int(r["start_layer"]), int(r["num_layers"])
-        rep, tp = int(r["replicas"]), int(r["tp_degree"])
-        if int(r["stage"]) != k:
-            problems.append(
-                f"stages are numbered {[int(x['stage']) for x in rows]}, not 0..{len(rows) - 1}"
-            )
-            break
-        if s != nxt or n < 1 or s + n > L:
-            problems.append(f"stage {k}: layers [{s}, {s + n}) do not continue at {nxt}")
-            break
-        nxt = s + n
-        if t not in dev:
-            problems.append(f"stage {k}: unknown device type {t!r}")
-            continue
-        if rep < 1 or rep > inst.max_data_parallel or tp < 1 or tp > inst.max_tensor_parallel:
-            problems.append(f"stage {k}: {rep} replicas x tp {tp} not allowed")
-            continue
-        used[t] += rep * tp
-        if int(r["devices"]) != rep * tp:
-            problems.append(f"stage {k}: devices {r['devices']} != replicas x tp_degree")
-        comp = 0.0
-        for layer in layers[s : s + n]:
-            tm = layer.time_ms.get(t) if tp == 1 else layer.tp_time_ms.get(t, {}).get(str(tp))
-            if tm is None:
-                problems.append(f"stage {k}: layer {layer.id} has no time on {t} (tp {tp})")
-                tm = math.inf
-            comp += tm
-        comp /= rep
-        mem = sum(layer.memory_gb for layer in layers[s : s + n]) / tp
-        if mem > dev[t].memory_gb * (1 + TOL):
-            problems.append(
-                f"stage {k}: needs {mem:.6g} GB per device, {t} has {dev[t].memory_gb:g}"
-            )
-        trans = 0.0
-        if k + 1 < len(rows) and layers[s + n - 1].activation_gb > 0:
-            b = bw.get((t, str(rows[k + 1]["device_type"])))
-            if b is not None:
-                trans = layers[s + n - 1].activation_gb / b * 1000.0
-        for name, want in (
-            ("compute_ms", comp),
-            ("transfer_ms", trans),
-            ("time_ms", comp + trans),
-            ("memory_gb", mem),
-        ):
-            if not math.isclose(float(r[name]), want, rel_tol=TOL, abs_tol=TOL):
-                problems.append(f"stage {k}: {name} is {r[name]}, recomputed {want:.9g}")
-        times.append(comp + trans)
-    if nxt != L and not problems:
-        problems.append(f"the stages end at layer {nxt}, the model has {L}")
+    times: dict[int, list[float]] = {}
+    reduce: dict[int, float] = {}
+    for p, rows in sorted(groups.items()):
+        label = f"pipeline {p}: " if split else ""
+        rows.sort(key=lambda r: int(r["stage"]))
+        groups[p] = rows
+        times[p], ar = _check_chain(inst, rows, label, used, problems)
+        reduce[p] = max(ar, default=0.0)
+    dev = {d.type: d for d in inst.devices}
     for t, n in used.items():
         if t in dev and n > dev[t].count:
             problems.append(f"{n} devices of type {t} used, there are {dev[t].count}")
     ls = tables.get("layer_stage")
     if ls is not None:
-        got = {str(r["layer"]): int(r["stage"]) for r in ls.to_dict("records")}
-        for k, r in enumerate(rows):
-            s, n = int(r["start_layer"]), int(r["num_layers"])
-            for layer in layers[s : s + n]:
-                if got.get(layer.id) != k:
-                    problems.append(
-                        f"layer_stage: layer {layer.id} is in stage {got.get(layer.id)}, not {k}"
-                    )
-                    break
+        got = {
+            (int(r["pipeline"]) if split else 0, str(r["layer"])): int(r["stage"])
+            for r in ls.to_dict("records")
+        }
+        for p, rows in groups.items():
+            label = f"pipeline {p}: " if split else ""
+            for k, r in enumerate(rows):
+                s, n = int(r["start_layer"]), int(r["num_layers"])
+                for layer in inst.layers[s : s + n]:
+                    if got.get((p, layer.id)) != k:
+                        problems.append(
+                            f"layer_stage: {label}layer {layer.id} is in stage "
+                            f"{got.get((p, layer.id))}, not {k}"
+                        )
+                        break
     value = None
-    if times and not problems:
-        bottleneck = max(times)
-        value = bottleneck
-        if objective == "min_iteration_time":
-            value = (inst.micro_batches + len(times) - 1) * bottleneck
-        if objective_value is None or not math.isclose(
-            value, objective_value, rel_tol=TOL, abs_tol=TOL
+    if not problems and all(times.values()):
+        if split:
+            value = _check_split(inst, tables.get("batch_split"), times, reduce, problems)
+        else:
+            ((p, ts),) = times.items()
+            value = max(ts)
+            if objective == "min_iteration_time":
+                value = (inst.micro_batches + len(ts) - 1) * value + reduce[p]
+        if value is not None and (
+            objective_value is None
+            or not math.isclose(value, objective_value, rel_tol=TOL, abs_tol=TOL)
         ):
             problems.append(
                 f"objective recomputed as {value:.12g}, the result says {objective_value}"
@@ -277,3 +259,141 @@ def verify_training(
     return Verification(
         ok=not problems, objective_value=value, violations=tuple(problems), checks=checks
     )
+
+
+def _check_chain(
+    inst: TrainingInstance,
+    rows: list[dict[str, Any]],
+    label: str,
+    used: dict[str, int],
+    problems: list[str],
+) -> tuple[list[float], list[float]]:
+    """Check one pipeline's stages (sorted by ``stage``): contiguous from layer 0 to the
+    end, runnable, in memory, times recomputed; count its devices into ``used``; return
+    its stage times and the gradient all-reduce of each stage (ring, among its replicas:
+    ``2 (r - 1) / r x grad / tp / bw``)."""
+    layers = inst.layers
+    L = len(layers)
+    dev = {d.type: d for d in inst.devices}
+    bw = {(c.from_type, c.to_type): c.bandwidth_gb_s for c in inst.interconnect}
+    nxt = 0
+    times: list[float] = []
+    reduce: list[float] = []
+    start = len(problems)
+    for k, r in enumerate(rows):
+        t = str(r["device_type"])
+        s, n = int(r["start_layer"]), int(r["num_layers"])
+        rep, tp = int(r["replicas"]), int(r["tp_degree"])
+        if int(r["stage"]) != k:
+            problems.append(
+                f"{label}stages are numbered {[int(x['stage']) for x in rows]}, "
+                f"not 0..{len(rows) - 1}"
+            )
+            break
+        if s != nxt or n < 1 or s + n > L:
+            problems.append(f"{label}stage {k}: layers [{s}, {s + n}) do not continue at {nxt}")
+            break
+        nxt = s + n
+        if t not in dev:
+            problems.append(f"{label}stage {k}: unknown device type {t!r}")
+            continue
+        if rep < 1 or rep > inst.max_data_parallel or tp < 1 or tp > inst.max_tensor_parallel:
+            problems.append(f"{label}stage {k}: {rep} replicas x tp {tp} not allowed")
+            continue
+        used[t] += rep * tp
+        if int(r["devices"]) != rep * tp:
+            problems.append(f"{label}stage {k}: devices {r['devices']} != replicas x tp_degree")
+        comp = 0.0
+        for layer in layers[s : s + n]:
+            tm = layer.time_ms.get(t) if tp == 1 else layer.tp_time_ms.get(t, {}).get(str(tp))
+            if tm is None:
+                problems.append(f"{label}stage {k}: layer {layer.id} has no time on {t} (tp {tp})")
+                tm = math.inf
+            comp += tm
+        comp /= rep
+        mem = sum(layer.memory_gb for layer in layers[s : s + n]) / tp
+        if mem > dev[t].memory_gb * (1 + TOL):
+            problems.append(
+                f"{label}stage {k}: needs {mem:.6g} GB per device, {t} has {dev[t].memory_gb:g}"
+            )
+        trans = 0.0
+        if k + 1 < len(rows) and layers[s + n - 1].activation_gb > 0:
+            b = bw.get((t, str(rows[k + 1]["device_type"])))
+            if b is not None:
+                trans = layers[s + n - 1].activation_gb / b * 1000.0
+        ar = 0.0
+        bw_ar = dev[t].allreduce_gb_s
+        if bw_ar is not None and rep > 1:
+            grad = sum(layer.grad_gb for layer in layers[s : s + n])
+            ar = 2.0 * (rep - 1) / rep * grad / tp / bw_ar * 1000.0
+        reduce.append(ar)
+        checked = [
+            ("compute_ms", comp),
+            ("transfer_ms", trans),
+            ("time_ms", comp + trans),
+            ("memory_gb", mem),
+        ]
+        if "allreduce_ms" in r:
+            checked.append(("allreduce_ms", ar))
+        elif ar > 0:
+            problems.append(f"{label}stage {k}: no allreduce_ms, recomputed {ar:.9g}")
+        for name, want in checked:
+            if not math.isclose(float(r[name]), want, rel_tol=TOL, abs_tol=TOL):
+                problems.append(f"{label}stage {k}: {name} is {r[name]}, recomputed {want:.9g}")
+        times.append(comp + trans)
+    if nxt != L and len(problems) == start:
+        problems.append(f"{label}the stages end at layer {nxt}, the model has {L}")
+    return times, reduce
+
+
+def _check_split(
+    inst: TrainingInstance,
+    split: pd.DataFrame | None,
+    times: dict[int, list[float]],
+    reduce: dict[int, float],
+    problems: list[str],
+) -> float | None:
+    """The batch split: one row per pipeline of the stages table, whole micro-batches
+    ``>= 1`` summing to ``micro_batches``, at most ``pipelines`` pipelines, each row's
+    stage count, bottleneck and ``(b + S - 1) x bottleneck + allreduce`` recomputed;
+    returns the slowest pipeline's time (the objective)."""
+    if split is None or split.empty:
+        problems.append("no batch_split table")
+        return None
+    rows = {int(r["pipeline"]): r for r in split.to_dict("records")}
+    if len(rows) != len(split) or set(rows) != set(times):
+        problems.append(
+            f"batch_split names pipelines {sorted(int(p) for p in split['pipeline'])}, "
+            f"the stages table {sorted(times)}"
+        )
+        return None
+    if inst.pipelines is not None and len(rows) > inst.pipelines:
+        problems.append(f"{len(rows)} pipelines used, at most {inst.pipelines} allowed")
+    total = 0
+    value = 0.0
+    for p, r in sorted(rows.items()):
+        b = r["micro_batches"]
+        if b != int(b) or int(b) < 1:
+            problems.append(f"pipeline {p}: {b} micro-batches is not a whole number >= 1")
+            continue
+        b = int(b)
+        total += b
+        S = len(times[p])
+        bottleneck = max(times[p])
+        want = (b + S - 1) * bottleneck + reduce[p]
+        checked = [
+            ("stages", r["stages"], S),
+            ("bottleneck_ms", r["bottleneck_ms"], bottleneck),
+            ("time_ms", r["time_ms"], want),
+        ]
+        if "allreduce_ms" in r:
+            checked.append(("allreduce_ms", r["allreduce_ms"], reduce[p]))
+        for name, got, exp in checked:
+            if not math.isclose(float(got), exp, rel_tol=TOL, abs_tol=TOL):
+                problems.append(f"pipeline {p}: {name} is {got}, recomputed {exp:.9g}")
+        value = max(value, want)
+    if total != inst.micro_batches:
+        problems.append(
+            f"the pipelines run {total} micro-batches, the batch is {inst.micro_batches}"
+        )
+    return value
