@@ -34,7 +34,6 @@ import pandas as pd
 import pyomo.environ as pyo
 
 from ...contract import BuildMethodBase, Built, Outcome, SolveView
-from ...highs import CompiledModel
 from ...pyomo_ext import LinearRows
 from . import formulations as F
 from .data import AgentArrays, AgentSessionsInstance
@@ -589,7 +588,13 @@ def _share(slowdown: float) -> float:
 
 
 class Migrating(BuildMethodBase):
-    """The migration MILP for one objective, started from the greedy no-migration plan."""
+    """The migration MILP for one objective.
+
+    No MIP start: on this model HiGHS 1.16 (presolve on) returned the start's column
+    values with the optimum's objective and a zero gap once it had found a better
+    solution (reproduced with a plain ``highspy`` run of the exported MPS), i.e. a plan
+    worse than the one it reported. The greedy plan's objective is still reported
+    (``greedy_objective``)."""
 
     def __init__(self, objective: str):
         self.objective = objective
@@ -616,17 +621,6 @@ class Migrating(BuildMethodBase):
         arr = instance.arrays
         g = greedy_plan(arr, self.objective)
         return from_affinity_plan(arr, segments(instance), g.gpu, g.kept)
-
-    def start(
-        self,
-        instance: AgentSessionsInstance,
-        params: AgentSessionsParams,
-        built: Built,
-        compiled: CompiledModel,
-    ) -> np.ndarray | None:
-        if not params.greedy_start:
-            return None
-        return start_vector(instance.arrays, built, compiled, self._greedy(instance))
 
     def unscale_bound(self, built: Built, bound: float) -> float:
         return _share(bound) if self.fair_share else bound
@@ -686,44 +680,3 @@ def read_plan(arr: AgentArrays, built: Built, solution: SolveView) -> MigrationP
         ok = h & (seg_gpu[b] == mc.h_src) & (seg_gpu[b + 1] == mc.h_dst)
         action[mc.h_pause[ok]] = np.where(mc.h_src[ok] == mc.h_dst[ok], KEEP, MIGRATE)
     return MigrationPlan(seg_gpu, action)
-
-
-def start_vector(
-    arr: AgentArrays, built: Built, compiled: CompiledModel, plan: MigrationPlan
-) -> np.ndarray:
-    """``plan`` as one value per compiled column (a MIP start)."""
-    layout: MigrationLayout = built.layout
-    sg, mc = layout.segments, layout.columns
-    m = built.model
-    x = np.zeros(compiled.num_col)
-
-    def put(var: Any, n: int, values: np.ndarray) -> None:
-        cols = compiled.columns_of(var, range(n))
-        ok = cols >= 0
-        x[cols[ok]] = values[ok]
-
-    put(m.run, mc.num_run, (plan.seg_gpu[mc.y_seg] == mc.y_gpu).astype(float))
-    b = sg.before[mc.h_pause]
-    held = (
-        (plan.action[mc.h_pause] != EVICT)
-        & (plan.seg_gpu[b] == mc.h_src)
-        & (plan.seg_gpu[b + 1] == mc.h_dst)
-    )
-    if mc.num_hold:
-        put(m.hold, mc.num_hold, held.astype(float))
-    if layout.capacity_rows == "sweep" and mc.num_events:
-        tok = np.where(held[mc.it_hold], mc.it_tokens, 0).astype(float)
-        step = np.zeros(mc.num_events)
-        np.add.at(step, mc.it_add, tok)
-        ends = mc.it_sub >= 0
-        np.add.at(step, mc.it_sub[ends], -tok[ends])
-        level = np.cumsum(step)
-        first = np.searchsorted(mc.ev_gpu, mc.ev_gpu, side="left")
-        base = np.concatenate([[0.0], level])[first]
-        put(m.kv, mc.num_events, level - base)
-    if layout.level is not None:
-        j = compiled.column(getattr(m, layout.level))
-        if j >= 0:
-            key = "slowdown" if layout.level == "slowdown" else layout.objective
-            x[j] = _values(arr, sg, plan)[key]
-    return x
