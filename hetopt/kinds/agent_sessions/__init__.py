@@ -74,9 +74,7 @@ TABLES = (
         (
             Column("session", "str", "session id"),
             Column("pause", "int", "position of the pause in the session's pauses (0-based)"),
-            Column(
-                "gpu", "str", "the session's GPU (with migration: the GPU it resumes on)"
-            ),
+            Column("gpu", "str", "the session's GPU (with migration: the GPU it resumes on)"),
             Column("start_s", "float", "pause start", "s"),
             Column("end_s", "float", "pause end", "s"),
             Column("context_tokens", "int", "KV tokens of the context", "tokens"),
@@ -125,9 +123,7 @@ TABLES = (
         "per GPU, its sessions' own work plus the recompute it does",
         (
             Column("gpu", "str", "GPU id"),
-            Column(
-                "sessions", "int", "sessions with affinity to the GPU (migration: with a call)"
-            ),
+            Column("sessions", "int", "sessions with affinity to the GPU (migration: with a call)"),
             Column("work_s", "float", "the sessions' own work (work_s)", "s"),
             Column("recompute_s", "float", "re-prefill seconds of its evicted pauses", "s"),
             Column(

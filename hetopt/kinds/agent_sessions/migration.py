@@ -148,10 +148,7 @@ def migration_columns(arr: AgentArrays, sg: Segments) -> MigrationColumns:
     y_seg, y_gpu = np.nonzero(sg.allowed)
     G = arr.num_gpus
     room = np.stack([arr.capacity[g] - arr.active_at(g, arr.p_start) for g in range(G)])
-    hp: list[int] = []
-    hs: list[int] = []
-    hd: list[int] = []
-    ht: list[float] = []
+    holds: list[tuple[int, int, int, float]] = []  # pause, source, destination, transfer
     for q in range(arr.num_pauses):
         b = sg.before[q]
         n = int(arr.p_tokens[q])
@@ -162,13 +159,13 @@ def migration_columns(arr: AgentArrays, sg: Segments) -> MigrationColumns:
                 if not sg.allowed[b + 1, v] or n > room[v, q]:
                     continue
                 if u == v:
-                    hp.append(q), hs.append(u), hd.append(v), ht.append(0.0)
+                    holds.append((q, u, v, 0.0))
                 # a migration only where it beats re-prefilling on v (else dominated:
                 # same GPU charged, more memory)
                 elif sg.rate[u, v] > arr.prefill[v]:
-                    hp.append(q), hs.append(u), hd.append(v), ht.append(n / sg.rate[u, v])
-    h_pause, h_src, h_dst = _i(hp), _i(hs), _i(hd)
-    h_transfer = _i(ht, float)
+                    holds.append((q, u, v, n / sg.rate[u, v]))
+    h_pause, h_src, h_dst = (_i([h[k] for h in holds]) for k in range(3))
+    h_transfer = _i([h[3] for h in holds], float)
     # memory items: the destination over the pause; a migration's source while copying
     a, b = arr.p_start[h_pause], arr.p_end[h_pause]
     mig = np.nonzero(h_src != h_dst)[0]
@@ -273,7 +270,9 @@ def build(inst: AgentSessionsInstance, objective: str, params: AgentSessionsPara
         m.kv = pyo.Var(m.EVENTS, bounds=lambda _m, v: (0.0, cap[v]))
         xs += list(m.kv.values())
     E = sg.num_segments
-    m.c_segment = LinearRows.from_coo(mc.y_seg, np.arange(Y), np.ones(Y), E, np.ones(E), np.ones(E), xs)
+    m.c_segment = LinearRows.from_coo(
+        mc.y_seg, np.arange(Y), np.ones(Y), E, np.ones(E), np.ones(E), xs
+    )
     # a hold needs the segment before on its source and the one after on its destination
     run_of = np.full((E, arr.num_gpus), -1, dtype=np.int64)
     run_of[mc.y_seg, mc.y_gpu] = np.arange(Y)
@@ -577,7 +576,9 @@ def _empty_timeline() -> pd.DataFrame:
     )
 
 
-def from_affinity_plan(arr: AgentArrays, sg: Segments, gpu: np.ndarray, kept: np.ndarray) -> MigrationPlan:
+def from_affinity_plan(
+    arr: AgentArrays, sg: Segments, gpu: np.ndarray, kept: np.ndarray
+) -> MigrationPlan:
     """A no-migration plan (one GPU per session) as a migration plan."""
     return MigrationPlan(gpu[sg.seg_session].astype(np.int64), np.where(kept, KEEP, EVICT))
 

@@ -293,17 +293,20 @@ def verify_migration(
     for se in sessions.values():
         calls = len(se.pauses) + 1
         for j in range(calls):
-            g = seg.get((se.id, j))
-            if g is None:
+            placed = seg.get((se.id, j))
+            if placed is None:
                 problems.append(f"call {se.id}[{j}] is missing from segment")
                 continue
+            g = placed
             if se.gpu is not None and g != se.gpu:
                 problems.append(f"call {se.id}[{j}] is on {g}, the session is pinned to {se.gpu}")
             near = [se.pauses[k].context_tokens for k in (j - 1, j) if 0 <= k < len(se.pauses)]
             if near and max(near) > gpus[g].kv_capacity_tokens:
                 problems.append(f"call {se.id}[{j}]: a {max(near)}-token context exceeds {g}")
             if "work_s" in tables["segment"] and not _close(share[(se.id, j)], se.work_s / calls):
-                problems.append(f"call {se.id}[{j}]: work_s {share[(se.id, j)]}, not work_s / {calls}")
+                problems.append(
+                    f"call {se.id}[{j}]: work_s {share[(se.id, j)]}, not work_s / {calls}"
+                )
 
     # --- affinity = the GPU of the first call
     seen_aff = set()
@@ -429,7 +432,7 @@ def verify_migration(
     # --- per-GPU load (calls' work shares + recompute + transfers) and completion
     work_on: dict[str, float] = defaultdict(float)
     users: dict[str, set[str]] = defaultdict(set)
-    for (s, j), g in seg.items():
+    for (s, _j), g in seg.items():
         work_on[g] += sessions[s].work_s / (len(sessions[s].pauses) + 1)
         users[g].add(s)
     loads = {g: work_on[g] + gpu_rec[g] + gpu_mig[g] for g in gpus}
@@ -459,7 +462,9 @@ def verify_migration(
             continue
         seen_share.add(s)
         if not _close(float(r["fair_share"]), shares[s]):
-            problems.append(f"completion of {s}: fair_share {r['fair_share']}, expected {shares[s]}")
+            problems.append(
+                f"completion of {s}: fair_share {r['fair_share']}, expected {shares[s]}"
+            )
         if not _close(float(r["recompute_s"]), session_rec[s]) or not _close(
             float(r.get("migrate_s", 0.0)), session_mig[s]
         ):

@@ -81,7 +81,9 @@ def test_brute_force_instances_do_migrate() -> None:
 
 @pytest.mark.parametrize("seed", range(5))
 def test_migration_never_worse_than_one_gpu_per_session(seed: int) -> None:
-    data = with_busy_gpus(with_links(random_instance(seed, sessions=6, pauses=3, gpus=2), seed), seed)
+    data = with_busy_gpus(
+        with_links(random_instance(seed, sessions=6, pauses=3, gpus=2), seed), seed
+    )
     for objective in OBJECTIVES:
         without = solve(data, objective, method="milp").objective_value
         with_ = solve(data, objective, migration=True).objective_value
@@ -116,8 +118,16 @@ SWITCH = {
         {"id": "g1", "kv_capacity_tokens": 4000, "prefill_tokens_s": 1000.0},
     ],
     "sessions": [
-        {"id": "x", "gpu": "g0", "pauses": [{"start_s": 0.0, "end_s": 4.0, "context_tokens": 4000}]},
-        {"id": "y", "gpu": "g1", "pauses": [{"start_s": 6.0, "end_s": 10.0, "context_tokens": 4000}]},
+        {
+            "id": "x",
+            "gpu": "g0",
+            "pauses": [{"start_s": 0.0, "end_s": 4.0, "context_tokens": 4000}],
+        },
+        {
+            "id": "y",
+            "gpu": "g1",
+            "pauses": [{"start_s": 6.0, "end_s": 10.0, "context_tokens": 4000}],
+        },
         {
             "id": "z",
             "pauses": [
@@ -195,7 +205,7 @@ def test_duplicate_link() -> None:
 
 # --- the verifier ------------------------------------------------------------------------
 def _migrating_result() -> tuple[AgentSessionsInstance, hetopt.Result]:
-    inst = AgentSessionsInstance.from_file(DIR / "migration.json")
+    inst = hetopt.read_instance(DIR / "migration.json")
     r = KIND.solve(inst, "min_recompute_s", OPTS, migration=True)
     assert r.verification.ok and r.tables["retention"]["migrated"].any()
     return inst, r
@@ -243,7 +253,10 @@ def test_verifier_replays_the_source_during_the_copy() -> None:
     inst, r = _migrating_result()
     mem = r.tables["memory_timeline"].copy()
     mem["kept_tokens"] = 0
-    assert any("differs from the replay" in p for p in _check(inst, r, {**r.tables, "memory_timeline": mem}))
+    assert any(
+        "differs from the replay" in p
+        for p in _check(inst, r, {**r.tables, "memory_timeline": mem})
+    )
 
 
 def test_capacity_counts_the_copy_on_the_source() -> None:
@@ -272,7 +285,11 @@ def test_capacity_counts_the_copy_on_the_source() -> None:
                     {"start_s": 2.0, "end_s": 6.0, "context_tokens": 3000},
                 ],
             },
-            {"id": "o", "gpu": "g0", "pauses": [{"start_s": 2.1, "end_s": 5.0, "context_tokens": 4000}]},
+            {
+                "id": "o",
+                "gpu": "g0",
+                "pauses": [{"start_s": 2.1, "end_s": 5.0, "context_tokens": 4000}],
+            },
         ],
     }
     for copy_ends, want in ((2.05, 0.05), (2.4, 3.0)):

@@ -45,8 +45,7 @@ def brute_force_migration(data: dict[str, Any], objective: str) -> float:
         per_session.append(list(itertools.product(*options)))
     pauses = [(i, j, p) for i, s in enumerate(sessions) for j, p in enumerate(s["pauses"])]
     ideal = [
-        s.get("work_s", 0.0) + sum(p["end_s"] - p["start_s"] for p in s["pauses"])
-        for s in sessions
+        s.get("work_s", 0.0) + sum(p["end_s"] - p["start_s"] for p in s["pauses"]) for s in sessions
     ]
     best: float | None = None
     for segs in itertools.product(*per_session):
@@ -77,9 +76,7 @@ def brute_force_migration(data: dict[str, Any], objective: str) -> float:
                             held[g].append((a, b, n))
                 else:
                     cost.append(evict)
-            if not all(
-                fits(held[g], gpus[g]["kv_capacity_tokens"], active[g]) for g in range(G)
-            ):
+            if not all(fits(held[g], gpus[g]["kv_capacity_tokens"], active[g]) for g in range(G)):
                 continue
             if objective == "min_recompute_s":
                 value = sum(cost)
@@ -159,7 +156,9 @@ def with_busy_gpus(data: dict[str, Any], seed: int, blocks: int = 2) -> dict[str
         for _ in range(blocks):
             length = rng.uniform(1.0, 4.0)
             tokens = int(g["kv_capacity_tokens"] * rng.uniform(0.6, 0.95))
-            entries.append({"start_s": round(t, 3), "end_s": round(t + length, 3), "tokens": tokens})
+            entries.append(
+                {"start_s": round(t, 3), "end_s": round(t + length, 3), "tokens": tokens}
+            )
             t += length + rng.uniform(1.0, end / blocks)
         gpus.append(dict(g, active_kv=entries))
     return dict(data, gpus=gpus)
