@@ -23,7 +23,7 @@ from .data import ActiveKv, AgentArrays, AgentSessionsInstance, Gpu, Pause, Sess
 from .decompose import Decomposed, gpu_instance, pooled_instance
 from .heuristics import greedy_plan
 from .methods import KeepEvict
-from .migration import Migrating
+from .migration import MigratingBest
 from .params import AgentSessionsParams
 from .plan import Plan, plan_tables
 from .replan import Replan, replan, replan_instance
@@ -172,6 +172,11 @@ DETAILS = (
     Detail("total_migrate_s", "float", "migration: transfer seconds of the plan", "s"),
     Detail("num_migrations", "int", "migration: (pause, link) migrate decisions in the model"),
     Detail("num_segments", "int", "migration: calls (segments) of all sessions in the model"),
+    Detail(
+        "no_migration_objective",
+        "float",
+        "migration: the objective of the one-GPU-per-session MILP solved first",
+    ),
     Detail("greedy_objective", "float", "the objective of the greedy plan HiGHS starts from"),
     Detail(
         "pooled_bound",
@@ -190,8 +195,8 @@ METHODS: dict[tuple[str, str], Method] = {
     **{(name, "decompose"): Decomposed(name) for name in OBJECTIVE_NAMES},
 }
 """(objective, method) -> method."""
-MIGRATION: dict[str, Method] = {name: Migrating(name) for name in OBJECTIVE_NAMES}
-"""objective -> the migration MILP (parameter ``migration=True``)."""
+MIGRATION: dict[str, Method] = {name: MigratingBest(name) for name in OBJECTIVE_NAMES}
+"""objective -> the migration method (parameter ``migration=True``)."""
 
 
 class AgentSessionsKind(Kind):

@@ -19,26 +19,32 @@ its calls); with every segment on one GPU every figure equals the no-migration m
 so the optimum with migration is never worse. See ``models/agent_sessions.md``
 ("Migration").
 
-The formulation, its plan and tables live here; the verifier replays them in
-:mod:`.verify` (``segment`` table present).
+The formulation, its plan and tables live here (:class:`Migrating`, one MILP;
+:class:`MigratingBest`, the method: no-migration MILP first, then the migration MILP,
+the better plan); the verifier replays them in :mod:`.verify` (``segment`` table
+present).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import pyomo.environ as pyo
 
-from ...contract import BuildMethodBase, Built, Outcome, SolveView
+from ...contract import BuildMethodBase, Built, Outcome, RunMethodBase, SolveView
 from ...pyomo_ext import LinearRows
+from ...status import Status
 from . import formulations as F
 from .data import AgentArrays, AgentSessionsInstance
 from .heuristics import greedy_plan
 from .params import AgentSessionsParams
+
+if TYPE_CHECKING:
+    from ...pipeline import Session
 
 INF = float("inf")
 EVICT, KEEP, MIGRATE = 0, 1, 2
@@ -681,3 +687,99 @@ def read_plan(arr: AgentArrays, built: Built, solution: SolveView) -> MigrationP
         ok = h & (seg_gpu[b] == mc.h_src) & (seg_gpu[b + 1] == mc.h_dst)
         action[mc.h_pause[ok]] = np.where(mc.h_src[ok] == mc.h_dst[ok], KEEP, MIGRATE)
     return MigrationPlan(seg_gpu, action)
+
+
+# ----------------------------------------------------------------------------- best of two
+NO_MIGRATION_SHARE = 0.3
+"""Share of a time limit the one-GPU-per-session MILP gets before the migration MILP."""
+
+
+class MigratingBest(RunMethodBase):
+    """The method of ``migration=True``: first the no-migration MILP (one GPU per session,
+    greedy start, a share of the time limit), then the migration MILP with the time left;
+    the better plan is returned (in the migration tables), with the migration MILP's
+    bound. Every no-migration plan is a migration plan, so the result is never worse than
+    solving without migration, even when the migration MILP stops at its limit."""
+
+    def __init__(self, objective: str):
+        self.objective = objective
+        self.milp = Migrating(objective)
+
+    def build(self, instance: AgentSessionsInstance, params: AgentSessionsParams) -> Built:
+        return self.milp.build(instance, params)
+
+    def run(
+        self, session: Session, instance: AgentSessionsInstance, params: AgentSessionsParams
+    ) -> Outcome:
+        from .methods import KeepEvict
+
+        arr = instance.arrays
+        sg = segments(instance)
+        first = session.remaining()
+        if first.time_limit_s is not None:
+            first = first.replace(time_limit_s=max(1e-3, first.time_limit_s * NO_MIGRATION_SHARE))
+        base, _ = session.solve_method(
+            KeepEvict(self.objective),
+            instance,
+            params.model_copy(update={"migration": False}),
+            first,
+            stage="no_migration",
+        )
+        out, _ = session.solve_method(
+            self.milp, instance, params, session.remaining(), stage="migration"
+        )
+        base_plan = _plan_of(arr, sg, base) if base.objective_value is not None else None
+        if base_plan is None:
+            return out
+        base_value = _values(arr, sg, base_plan)[self.objective]
+        out.details["no_migration_objective"] = base_value
+        sign = -1.0 if self.milp.fair_share else 1.0
+        if out.objective_value is not None and sign * out.objective_value <= sign * base_value:
+            return out
+        bound = out.bound if isinstance(out.bound, float) else None
+        gap = None if bound is None else abs(base_value - bound) / max(abs(base_value), 1e-9)
+        f = _figures(arr, sg, base_plan)
+        details = dict(out.details)
+        details.update(
+            kept_pauses=int((base_plan.action == KEEP).sum()),
+            migrated_pauses=0,
+            total_recompute_s=float(f.recompute.sum()),
+            total_migrate_s=0.0,
+            max_load_s=_values(arr, sg, base_plan)["min_max_load"],
+            min_fair_share=_values(arr, sg, base_plan)["agent_fair_share"],
+        )
+        if self.milp.fair_share:
+            details["max_slowdown"] = _values(arr, sg, base_plan)["slowdown"]
+        optimal = gap is not None and gap <= 1e-9
+        return Outcome(
+            base_value,
+            plan_tables(arr, sg, base_plan),
+            details,
+            Status.OPTIMAL if optimal else Status.FEASIBLE,
+            f"migration MILP: {out.termination}; the one-GPU-per-session plan is better "
+            "and returned",
+            bound=bound,
+            gap=gap,
+        )
+
+
+def _plan_of(arr: AgentArrays, sg: Segments, outcome: Outcome) -> MigrationPlan:
+    """A no-migration outcome's plan (its affinity and retention tables) as a migration plan."""
+    gpos = {g: k for k, g in enumerate(arr.gpu_ids)}
+    aff = dict(
+        zip(outcome.tables["affinity"]["session"], outcome.tables["affinity"]["gpu"], strict=True)
+    )
+    gpu = np.array([gpos[aff[s]] for s in arr.session_ids], dtype=np.int64)
+    ret = outcome.tables["retention"]
+    kept_of = {
+        (s, int(j)): bool(k)
+        for s, j, k in zip(ret["session"], ret["pause"], ret["kept"], strict=True)
+    }
+    kept = np.array(
+        [
+            kept_of[(arr.session_ids[s], int(j))]
+            for s, j in zip(arr.p_session, arr.p_index, strict=True)
+        ],
+        dtype=bool,
+    )
+    return from_affinity_plan(arr, sg, gpu, kept)

@@ -352,3 +352,34 @@ def test_cli_solves_with_migration() -> None:
     assert result["objective_value"] == pytest.approx(want, abs=TOL)
     seg = pd.DataFrame(result["tables"]["segment"])
     assert {"session", "segment", "gpu"} <= set(seg.columns)
+
+
+# --- the best of the two MILPs --------------------------------------------------------
+def test_no_migration_plan_as_migration_tables_verifies() -> None:
+    """The fallback of ``MigratingBest``: a one-GPU-per-session plan written as migration
+    tables passes the migration verifier with the same objective."""
+    from hetopt.kinds.agent_sessions import migration as M
+
+    inst = hetopt.read_instance(DIR / "two_gpus.json")
+    for objective in OBJECTIVES:
+        r = KIND.solve(inst, objective, OPTS, method="milp")
+        out = hetopt.contract.Outcome(r.objective_value, dict(r.tables), {})
+        sg = M.segments(inst)
+        plan = M._plan_of(inst.arrays, sg, out)
+        tables = M.plan_tables(inst.arrays, sg, plan)
+        v = V.verify(inst, objective, r.objective_value, tables)
+        assert v.ok, v.violations
+        assert not tables["retention"]["migrated"].any()
+
+
+def test_migration_result_never_worse_than_its_first_stage() -> None:
+    """Whatever the time limit, the returned plan is at least as good as the
+    one-GPU-per-session plan of the first stage (``no_migration_objective``)."""
+    data = with_busy_gpus(with_links(random_instance(4, sessions=8, pauses=3, gpus=3), 4), 4)
+    inst = AgentSessionsInstance.from_dict(data)
+    for limit in (0.2, 5.0):
+        r = KIND.solve(
+            inst, "min_recompute_s", SolveOptions(threads=1, time_limit_s=limit), migration=True
+        )
+        assert r.status.has_solution and r.verification.ok
+        assert r.objective_value <= r.info["no_migration_objective"] + TOL
