@@ -39,6 +39,7 @@ class AgentSessionsParams(Params):
         description="let a session's calls between pauses (segments) run on different "
         "GPUs: at a pause its context is kept, evicted and re-prefilled on the next "
         "segment's GPU, or moved over one of the instance's links (transfer seconds "
-        "counted like recompute); the MILP only (not 'decompose', not symmetry_breaking), "
-        "without a MIP start; off: links are ignored and the model is unchanged",
+        "counted like recompute); solved as the no-migration MILP, then the migration MILP "
+        "(the better plan); not with 'decompose' or symmetry_breaking; off: links are "
+        "ignored and the model is unchanged",
     )
