@@ -23,6 +23,7 @@ from .data import ActiveKv, AgentArrays, AgentSessionsInstance, Gpu, Pause, Sess
 from .decompose import Decomposed, gpu_instance, pooled_instance
 from .heuristics import greedy_plan
 from .methods import KeepEvict
+from .migration import MigratingBest
 from .params import AgentSessionsParams
 from .plan import Plan, plan_tables
 from .replan import Replan, replan, replan_instance
@@ -51,7 +52,21 @@ TABLES = (
     Table(
         "affinity",
         "the GPU each session runs on (all its calls, all its kept contexts)",
-        (Column("session", "str", "session id"), Column("gpu", "str", "GPU id")),
+        (
+            Column("session", "str", "session id"),
+            Column("gpu", "str", "GPU id (with migration: the GPU of the session's first call)"),
+        ),
+    ),
+    Table(
+        "segment",
+        "migration only: the GPU of each call of each session (the calls between pauses)",
+        (
+            Column("session", "str", "session id"),
+            Column("segment", "int", "call j runs after the session's pause j-1 (0-based)"),
+            Column("gpu", "str", "GPU id"),
+            Column("work_s", "float", "its part of the session's work_s (an even split)", "s"),
+        ),
+        optional=True,
     ),
     Table(
         "retention",
@@ -59,7 +74,7 @@ TABLES = (
         (
             Column("session", "str", "session id"),
             Column("pause", "int", "position of the pause in the session's pauses (0-based)"),
-            Column("gpu", "str", "the session's GPU"),
+            Column("gpu", "str", "the session's GPU (with migration: the GPU it resumes on)"),
             Column("start_s", "float", "pause start", "s"),
             Column("end_s", "float", "pause end", "s"),
             Column("context_tokens", "int", "KV tokens of the context", "tokens"),
@@ -70,6 +85,19 @@ TABLES = (
                 "re-prefill seconds after the pause (0 if kept, else tokens / prefill speed)",
                 "s",
             ),
+            Column(
+                "migrated",
+                "bool",
+                "migration only: the context moved to the next call's GPU over a link",
+                optional=True,
+            ),
+            Column(
+                "migrate_s",
+                "float",
+                "migration only: transfer seconds (tokens / kv_transfer_tokens_s), else 0",
+                "s",
+                optional=True,
+            ),
         ),
     ),
     Table(
@@ -79,7 +107,13 @@ TABLES = (
             Column("gpu", "str", "GPU id"),
             Column("start_s", "float", "segment start", "s"),
             Column("end_s", "float", "segment end", "s"),
-            Column("kept_tokens", "int", "tokens of the contexts kept in the segment", "tokens"),
+            Column(
+                "kept_tokens",
+                "int",
+                "tokens of the contexts kept in the segment (with migration: also those "
+                "being copied from or to the GPU)",
+                "tokens",
+            ),
             Column("active_tokens", "int", "tokens of the GPU's running batch", "tokens"),
             Column("capacity_tokens", "int", "the GPU's kv_capacity_tokens", "tokens"),
         ),
@@ -89,10 +123,17 @@ TABLES = (
         "per GPU, its sessions' own work plus the recompute it does",
         (
             Column("gpu", "str", "GPU id"),
-            Column("sessions", "int", "sessions with affinity to the GPU"),
+            Column("sessions", "int", "sessions with affinity to the GPU (migration: with a call)"),
             Column("work_s", "float", "the sessions' own work (work_s)", "s"),
             Column("recompute_s", "float", "re-prefill seconds of its evicted pauses", "s"),
-            Column("load_s", "float", "work_s + recompute_s", "s"),
+            Column(
+                "migrate_s",
+                "float",
+                "migration only: transfer seconds of the contexts migrated to the GPU",
+                "s",
+                optional=True,
+            ),
+            Column("load_s", "float", "work_s + recompute_s (+ migrate_s)", "s"),
         ),
     ),
     Table(
@@ -103,7 +144,14 @@ TABLES = (
             Column("gpu", "str", "the session's GPU"),
             Column("ideal_s", "float", "work_s plus its pause seconds (nothing recomputed)", "s"),
             Column("recompute_s", "float", "re-prefill seconds of its evicted pauses", "s"),
-            Column("achieved_s", "float", "ideal_s + recompute_s", "s"),
+            Column(
+                "migrate_s",
+                "float",
+                "migration only: transfer seconds of its migrated pauses",
+                "s",
+                optional=True,
+            ),
+            Column("achieved_s", "float", "ideal_s + recompute_s (+ migrate_s)", "s"),
             Column("fair_share", "float", "ideal_s / achieved_s (1 without pauses or work)"),
         ),
     ),
@@ -120,6 +168,15 @@ DETAILS = (
     Detail("max_load_s", "float", "largest per-GPU work of the plan", "s"),
     Detail("min_fair_share", "float", "smallest ideal / achieved completion of the plan"),
     Detail("max_slowdown", "float", "agent_fair_share: the model's level, max recompute / ideal"),
+    Detail("migrated_pauses", "int", "migration: pauses whose context moved over a link"),
+    Detail("total_migrate_s", "float", "migration: transfer seconds of the plan", "s"),
+    Detail("num_migrations", "int", "migration: (pause, link) migrate decisions in the model"),
+    Detail("num_segments", "int", "migration: calls (segments) of all sessions in the model"),
+    Detail(
+        "no_migration_objective",
+        "float",
+        "migration: the objective of the one-GPU-per-session MILP solved first",
+    ),
     Detail("greedy_objective", "float", "the objective of the greedy plan HiGHS starts from"),
     Detail(
         "pooled_bound",
@@ -138,6 +195,8 @@ METHODS: dict[tuple[str, str], Method] = {
     **{(name, "decompose"): Decomposed(name) for name in OBJECTIVE_NAMES},
 }
 """(objective, method) -> method."""
+MIGRATION: dict[str, Method] = {name: MigratingBest(name) for name in OBJECTIVE_NAMES}
+"""objective -> the migration method (parameter ``migration=True``)."""
 
 
 class AgentSessionsKind(Kind):
@@ -177,8 +236,24 @@ class AgentSessionsKind(Kind):
     ) -> Method:
         """``params.method`` picks the MILP or the decomposition (``auto``: the MILP for
         one GPU, where it is near-integral; the decomposition for several, where the
-        MILP's LP pools the GPUs' memory and its bound barely moves)."""
+        MILP's LP pools the GPUs' memory and its bound barely moves). ``migration=True``
+        selects the migration MILP (:mod:`.migration`)."""
         choice = params.method
+        if params.migration:
+            if choice == "decompose":
+                raise UsageError(
+                    "method='decompose' does not support migration=True (the decomposition "
+                    "fixes one GPU per session); use method='milp' or 'auto'"
+                )
+            if params.symmetry_breaking:
+                raise UsageError(
+                    "symmetry_breaking=True is not available with migration=True "
+                    "(it orders GPUs by the sessions they serve, not by their calls)"
+                )
+            try:
+                return MIGRATION[objective]
+            except KeyError:
+                raise UsageError(f"kind {self.name!r} has no method for {objective!r}") from None
         if choice == "auto":
             choice = "milp" if instance.arrays.num_gpus == 1 else "decompose"
         try:

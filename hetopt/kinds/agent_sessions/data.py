@@ -79,6 +79,17 @@ class Session(_Strict):
     """Pin the session to this GPU (e.g. it is already running there)."""
 
 
+class Link(_Strict):
+    """A KV transfer path from GPU ``src`` to GPU ``dst`` (directed; list both directions
+    for a symmetric link). Used only by solves with ``migration=True``: a context can then
+    move from ``src`` to ``dst`` during a pause in ``context_tokens / kv_transfer_tokens_s``
+    seconds instead of being re-prefilled."""
+
+    src: Annotated[str, Field(min_length=1)]
+    dst: Annotated[str, Field(min_length=1)]
+    kv_transfer_tokens_s: Annotated[float, Field(gt=0)]
+
+
 class AgentSessionsInstance(InstanceBase):
     """Agent sessions with tool pauses on GPUs with KV-cache capacity.
 
@@ -94,6 +105,8 @@ class AgentSessionsInstance(InstanceBase):
     kind: Literal["agent_sessions"] = "agent_sessions"
     gpus: Annotated[list[Gpu], Field(min_length=1)]
     sessions: Annotated[list[Session], Field(min_length=1)]
+    links: list[Link] | None = None
+    """KV transfer links between GPUs (optional; read only with ``migration=True``)."""
     objective: str | None = None
 
     @model_validator(mode="after")
@@ -109,6 +122,16 @@ class AgentSessionsInstance(InstanceBase):
                     f"the running batch holds {int(level[k])} tokens at t={t[k]:g} s, more than "
                     f"kv_capacity_tokens ({gpu.kv_capacity_tokens})",
                 )
+        seen: set[tuple[str, str]] = set()
+        for k, link in enumerate(self.links or []):
+            for end in ("src", "dst"):
+                if getattr(link, end) not in gpos:
+                    raise fail(f"links[{k}].{end}", f"unknown GPU {getattr(link, end)!r}")
+            if link.src == link.dst:
+                raise fail(f"links[{k}].dst", f"a link joins two GPUs, got {link.src!r} twice")
+            if (link.src, link.dst) in seen:
+                raise fail(f"links[{k}]", f"a second link {link.src!r} -> {link.dst!r}")
+            seen.add((link.src, link.dst))
         biggest = max(gpu.kv_capacity_tokens for gpu in self.gpus)
         for i, s in enumerate(self.sessions):
             for j, p in enumerate(s.pauses):

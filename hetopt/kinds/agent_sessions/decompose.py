@@ -90,6 +90,7 @@ def pooled_instance(instance: AgentSessionsInstance) -> AgentSessionsInstance:
     for s in data["sessions"]:
         s.pop("gpu", None)
     data["gpus"] = [pooled]
+    data.pop("links", None)  # one GPU: nothing to migrate to
     return AgentSessionsInstance.from_dict(data)
 
 
@@ -105,6 +106,7 @@ def gpu_instance(
         s.pop("gpu", None)
     data["gpus"] = [data["gpus"][g]]
     data["sessions"] = sessions
+    data.pop("links", None)
     return AgentSessionsInstance.from_dict(data)
 
 

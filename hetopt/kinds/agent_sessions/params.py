@@ -34,3 +34,12 @@ class AgentSessionsParams(Params):
         description="start HiGHS from the greedy plan (balanced affinity, earliest-end "
         "keeps that fit)",
     )
+    migration: bool = Field(
+        False,
+        description="let a session's calls between pauses (segments) run on different "
+        "GPUs: at a pause its context is kept, evicted and re-prefilled on the next "
+        "segment's GPU, or moved over one of the instance's links (transfer seconds "
+        "counted like recompute); solved as the no-migration MILP, then the migration MILP "
+        "(the better plan); not with 'decompose' or symmetry_breaking; off: links are "
+        "ignored and the model is unchanged",
+    )

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ...errors import InstanceError
+from ...errors import InstanceError, UsageError
 from .data import AgentSessionsInstance
 
 if TYPE_CHECKING:
@@ -193,6 +193,11 @@ def replan(
     """
     from . import KIND
 
+    if params.get("migration"):
+        raise UsageError(
+            "replan() does not support migration=True: it fixes the past by one GPU per "
+            "session (re-plan without migration, or solve the future instance directly)"
+        )
     future, committed, pmap = replan_instance(instance, previous, now_s, started)
     name = KIND.resolve_objective(future, objective)
     result = KIND.solve(future, name, options, **params)

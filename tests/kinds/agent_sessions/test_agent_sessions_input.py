@@ -167,7 +167,13 @@ def test_cli_parameters() -> None:
 
 def test_kinds_lists_the_parameters() -> None:
     specs = KIND.param_specs()
-    assert set(specs) == {"method", "capacity_rows", "symmetry_breaking", "greedy_start"}
+    assert set(specs) == {
+        "method",
+        "capacity_rows",
+        "symmetry_breaking",
+        "greedy_start",
+        "migration",
+    }
     assert specs["method"]["default"] == "auto"
 
 
