@@ -59,6 +59,12 @@ class GpuClusterParams(Params):
         False,
         description="allocate as if every GPU type were equal (heterogeneity-agnostic baseline)",
     )
+    symmetry: bool = Field(
+        True,
+        description="max_min_fairness, makespan (time sharing): solve one LP row per group "
+        "of identical jobs and give every job of a group the same shares (exact); "
+        "false: one row per job",
+    )
     servers: int = Field(1, ge=1, description="reclaim: how many loaned servers to return")
     server_type: str | None = Field(
         None, description="reclaim: return servers of this GPU type only (default: any)"

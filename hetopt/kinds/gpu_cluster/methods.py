@@ -56,7 +56,9 @@ class OneLP(BuildMethodBase):
     lp_method = DEFAULT_LP_METHOD
     needs_steps = False
 
-    def model(self, inst: GpuClusterInstance, thr: np.ndarray | None, agnostic: bool) -> Built:
+    def model(
+        self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
+    ) -> Built:
         raise NotImplementedError  # pragma: no cover - abstract
 
     def read(
@@ -77,7 +79,7 @@ class OneLP(BuildMethodBase):
         if self.needs_steps:
             require_steps(instance)
         thr = allocation_throughputs(instance, params.agnostic)
-        return self.model(instance, thr, params.agnostic)
+        return self.model(instance, thr, params)
 
     def run(self, session: Session, instance: GpuClusterInstance, params: Any) -> Outcome:
         outcome, _ = session.solve_method(self, instance, params)
@@ -90,7 +92,11 @@ class OneLP(BuildMethodBase):
     def describe(
         self, instance: GpuClusterInstance, params: GpuClusterParams, built: Built
     ) -> dict[str, Any]:
-        return {"agnostic": bool(params.agnostic)}
+        out: dict[str, Any] = {"agnostic": bool(params.agnostic)}
+        group_of = getattr(built.layout, "group_of", None)
+        if isinstance(built.layout, F.MaxMinLayout) and group_of is not None:
+            out["symmetry_groups"] = int(group_of.max()) + 1
+        return out
 
     def extract(
         self,
@@ -129,8 +135,16 @@ class OneLP(BuildMethodBase):
         pairs = built.layout.pairs
         x = solution.values(built.model.alloc, range(len(pairs)))
         x = np.where(np.abs(x) < 1e-10, 0.0, x)
-        X = np.zeros((arr.num_jobs, len(arr.types)))
-        X[pairs.job, pairs.type] = x
+        group_of = built.layout.group_of
+        if group_of is None:
+            X = np.zeros((arr.num_jobs, len(arr.types)))
+            X[pairs.job, pairs.type] = x
+        else:  # rows are symmetry groups: every job gets its group's shares
+            Xg = np.zeros((int(group_of.max()) + 1, len(arr.types)))
+            Xg[pairs.job, pairs.type] = x
+            X = Xg[group_of]
+            pairs = F.Pairs.of(arr)
+            x = X[pairs.job, pairs.type]
         allocation = allocation_table(arr, pairs, x)
         thr_eff = V.effective_throughput(arr, X)
         jobs = pd.DataFrame(
@@ -207,15 +221,23 @@ def allocation_table(arr: Any, pairs: F.Pairs, x: np.ndarray) -> pd.DataFrame:
 class MaxMinFairness(MaxMinRead, OneLP):
     """Gavel's heterogeneity-aware max-min fairness LP (time sharing)."""
 
-    def model(self, inst: GpuClusterInstance, thr: np.ndarray | None, agnostic: bool) -> Built:
+    def model(
+        self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
+    ) -> Built:
+        if params.symmetry and not params.agnostic:  # agnostic: the true value is not unique
+            return F.build_grouped(inst.arrays, "max_min_fairness", thr)
         return F.build_max_min_fairness(inst.arrays, thr)
 
 
 class Makespan(MakespanRead, OneLP):
     """The exact minimum-makespan LP (time sharing)."""
 
-    def model(self, inst: GpuClusterInstance, thr: np.ndarray | None, agnostic: bool) -> Built:
+    def model(
+        self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
+    ) -> Built:
         # agnostic: all types equal; steps are read as seconds of work at throughput 1
+        if params.symmetry and not params.agnostic:  # agnostic: the true value is not unique
+            return F.build_grouped(inst.arrays, "makespan", thr)
         return F.build_makespan(inst.arrays, thr)
 
 
@@ -225,10 +247,12 @@ class SpaceSharing(OneLP):
 
     objective = "max_min_fairness"
 
-    def model(self, inst: GpuClusterInstance, thr: np.ndarray | None, agnostic: bool) -> Built:
+    def model(
+        self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
+    ) -> Built:
         from .colocation import build_colocation_model
 
-        return build_colocation_model(inst, self.objective, thr, agnostic)
+        return build_colocation_model(inst, self.objective, thr, params.agnostic)
 
     def tables(
         self, instance: GpuClusterInstance, built: Built, solution: SolveView
