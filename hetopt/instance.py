@@ -40,19 +40,65 @@ def _path(parts: list[Any]) -> str:
 
 def _find_huge(data: Any) -> tuple[str, str] | None:
     """The first number beyond :data:`MAX_ABS` or nesting beyond :data:`MAX_DEPTH`:
-    ``(field path, message)``, else ``None``. Iterative (no recursion limit) and builds a
-    path string only for what it reports."""
+    ``(field path, message)``, else ``None``. A fast scan (no paths, scalars never
+    stacked) answers the common case; only a bad instance is walked again for the path."""
+    if _clean(data):
+        return None
+    return _locate(data)
+
+
+def _huge_number(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):  # exact for integers of any size
+        return abs(value) > MAX_ABS
+    if isinstance(value, float):
+        return math.isfinite(value) and abs(value) > MAX_ABS
+    return False
+
+
+def _clean(data: Any) -> bool:
+    """No number beyond :data:`MAX_ABS` and no nesting beyond :data:`MAX_DEPTH`."""
+    lim = MAX_ABS
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        value, depth = pop()
+        if isinstance(value, Mapping):
+            values: Iterable[Any] = value.values()
+        elif isinstance(value, list | tuple):
+            values = value
+        else:
+            if _huge_number(value):
+                return False
+            continue
+        if depth >= MAX_DEPTH:
+            return False
+        for v in values:
+            t = type(v)
+            if t is str or v is None or t is bool:
+                continue
+            if t is float:
+                if -lim <= v <= lim or v != v or v in (math.inf, -math.inf):
+                    continue
+                return False
+            if t is int:
+                if -lim <= v <= lim:
+                    continue
+                return False
+            push((v, depth + 1))
+    return True
+
+
+def _locate(data: Any) -> tuple[str, str] | None:
+    """What :func:`_clean` refused, with its field path (the slow walk)."""
     stack: list[tuple[Any, tuple[Any, ...]]] = [(data, ())]
     while stack:
         value, parts = stack.pop()
         if isinstance(value, bool) or value is None or isinstance(value, str):
             continue
-        if isinstance(value, int):  # exact for integers of any size
-            if abs(value) > MAX_ABS:
-                return _path(list(parts)), _too_large()
-            continue
-        if isinstance(value, float):
-            if math.isfinite(value) and abs(value) > MAX_ABS:
+        if isinstance(value, int | float):
+            if _huge_number(value):
                 return _path(list(parts)), _too_large()
             continue
         if len(parts) >= MAX_DEPTH and isinstance(value, Mapping | list | tuple):

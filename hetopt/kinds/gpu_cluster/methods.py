@@ -211,8 +211,8 @@ def allocation_table(arr: Any, pairs: F.Pairs, x: np.ndarray) -> pd.DataFrame:
     """``job, worker_type, fraction`` for every (job, type) pair with positive throughput."""
     return pd.DataFrame(
         {
-            "job": [arr.job_ids[i] for i in pairs.job],
-            "worker_type": [arr.types[t] for t in pairs.type],
+            "job": np.asarray(arr.job_ids, dtype=object)[pairs.job],
+            "worker_type": np.asarray(arr.types, dtype=object)[pairs.type],
             "fraction": x,
         }
     )
