@@ -124,6 +124,17 @@ def build_max_min_fairness(
     ``1 / min_i (best value job i could reach alone)``, so it is O(1) however
     oversubscribed the cluster or extreme the weights.
     """
+    return M.build(max_min_lp(arr, thr, weight, mult))
+
+
+def max_min_lp(
+    arr: ClusterArrays,
+    thr: np.ndarray | None = None,
+    weight: np.ndarray | None = None,
+    mult: np.ndarray | None = None,
+) -> M.MaxMinLP:
+    """The data of :func:`build_max_min_fairness` (its one ``alloc`` block holds every
+    pair: column generation restricts it)."""
     thr = arr.thr if thr is None else thr
     pairs = Pairs.of(arr)
     row_scale = _row_scale(arr, thr, weight)
@@ -135,18 +146,16 @@ def build_max_min_fairness(
     kappa = max(contention(arr, mult), 1.0 / upper if upper > 0 else 1.0)
     block = _alloc_columns(arr, pairs, thr, mult)
     # c_fair[i]: sum_t kappa * scale_i * thr[i,t] / (weight_i * p_i) * alloc[i,t] >= z
-    return M.build(
-        M.MaxMinLP(
-            name="gpu_cluster",
-            row_set="JOBS",
-            num_rows=arr.num_jobs,
-            types=arr.types,
-            columns=(block,),
-            capacity=arr.workers.astype(float),
-            row_scale=row_scale,
-            scale=kappa,
-            coefficient_scale=kappa,
-        )
+    return M.MaxMinLP(
+        name="gpu_cluster",
+        row_set="JOBS",
+        num_rows=arr.num_jobs,
+        types=arr.types,
+        columns=(block,),
+        capacity=arr.workers.astype(float),
+        row_scale=row_scale,
+        scale=kappa,
+        coefficient_scale=kappa,
     )
 
 

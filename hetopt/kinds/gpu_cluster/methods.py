@@ -139,18 +139,25 @@ class OneLP(BuildMethodBase):
         if group_of is None:
             X = np.zeros((arr.num_jobs, len(arr.types)))
             X[pairs.job, pairs.type] = x
-        else:  # rows are symmetry groups: every job gets its group's shares
-            Xg = np.zeros((int(group_of.max()) + 1, len(arr.types)))
-            Xg[pairs.job, pairs.type] = x
-            X = Xg[group_of]
-            pairs = F.Pairs.of(arr)
-            x = X[pairs.job, pairs.type]
-        allocation = allocation_table(arr, pairs, x)
-        thr_eff = V.effective_throughput(arr, X)
-        jobs = pd.DataFrame(
-            {"job": arr.job_ids, "time_share": X.sum(axis=1), "throughput": thr_eff}
-        )
-        return allocation, jobs, thr_eff, {}
+            return (*time_share_tables(arr, X, pairs, x), {})
+        # rows are symmetry groups: every job gets its group's shares
+        Xg = np.zeros((int(group_of.max()) + 1, len(arr.types)))
+        Xg[pairs.job, pairs.type] = x
+        return (*time_share_tables(arr, Xg[group_of]), {})
+
+
+def time_share_tables(
+    arr: Any, X: np.ndarray, pairs: F.Pairs | None = None, x: np.ndarray | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
+    """The allocation and jobs tables of a jobs x types time-share matrix ``X`` (and each
+    job's effective throughput); ``pairs``/``x``: its pairs and their values if known."""
+    if pairs is None or x is None:
+        pairs = F.Pairs.of(arr)
+        x = X[pairs.job, pairs.type]
+    allocation = allocation_table(arr, pairs, x)
+    thr_eff = V.effective_throughput(arr, X)
+    jobs = pd.DataFrame({"job": arr.job_ids, "time_share": X.sum(axis=1), "throughput": thr_eff})
+    return allocation, jobs, thr_eff
 
 
 class MaxMinRead:
@@ -219,7 +226,39 @@ def allocation_table(arr: Any, pairs: F.Pairs, x: np.ndarray) -> pd.DataFrame:
 
 
 class MaxMinFairness(MaxMinRead, OneLP):
-    """Gavel's heterogeneity-aware max-min fairness LP (time sharing)."""
+    """Gavel's heterogeneity-aware max-min fairness LP (time sharing): one monolithic LP,
+    or by column generation (:mod:`.colgen`, parameter ``lp_strategy``)."""
+
+    def run(self, session: Session, instance: GpuClusterInstance, params: Any) -> Outcome:
+        if not self.by_columns(instance, params):
+            return super().run(session, instance, params)
+        from .colgen import solve_by_columns
+
+        outcome = solve_by_columns(session, instance, params)
+        opts = session.options
+        outcome.details["lp_method"] = (
+            opts.lp_method if opts.lp_method != "auto" else DEFAULT_LP_METHOD
+        )
+        return outcome
+
+    @staticmethod
+    def by_columns(instance: GpuClusterInstance, params: Any) -> bool:
+        """Column generation: asked for, or ``auto`` and the LP is large (never agnostic)."""
+        if params.agnostic or params.lp_strategy == "monolithic":
+            return False
+        if params.lp_strategy == "column_generation":
+            return True
+        from .colgen import AUTO_MIN_PAIRS, wants_columns
+
+        arr = instance.arrays
+        pairs = int(arr.allowed.sum())
+        if pairs < AUTO_MIN_PAIRS:
+            return False
+        if params.symmetry:
+            _, reps, _ = F.job_groups(arr, False)
+            pairs = int(arr.allowed[reps].sum())
+            return wants_columns(pairs, len(reps))
+        return wants_columns(pairs, arr.num_jobs)
 
     def model(
         self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
