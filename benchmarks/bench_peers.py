@@ -35,17 +35,21 @@ pytestmark = pytest.mark.skipif(
 REL = 1e-9
 """Agreement of the optima (relative)."""
 
-CASES = [
-    # (label, jobs, objective, peer solver, repetitions, slow)
+CASES: list[tuple[str, int, str, str, int, bool, dict[str, Any]]] = [
+    # (label, jobs, objective, peer solver, repetitions, slow, hetopt parameters)
     *[
-        (f"gavel{'' if mg else '-1gpu'}", n, obj, "ECOS", 3, False)
+        (f"gavel{'' if mg else '-1gpu'}", n, obj, "ECOS", 3, False, {})
         for n in (512, 2048)
         for mg in (True, False)
         for obj in ("max_min_fairness", "makespan")
     ],
-    ("8types", 2000, "max_min_fairness", "CLARABEL", 3, False),
-    ("8types", 20000, "max_min_fairness", "CLARABEL", 2, True),
-    ("8types", 20000, "makespan", "CLARABEL", 1, True),
+    # the per-job LP (before symmetry groups), for the before/after ratio
+    ("gavel-1gpu", 2048, "max_min_fairness", "ECOS", 3, True, {"symmetry": False}),
+    ("8types", 2000, "max_min_fairness", "CLARABEL", 2, False, {}),
+    # auto: column generation at this size; the monolithic LP for comparison
+    ("8types", 20000, "max_min_fairness", "CLARABEL", 2, True, {}),
+    ("8types", 20000, "max_min_fairness", "CLARABEL", 1, True, {"lp_strategy": "monolithic"}),
+    ("8types", 20000, "makespan", "CLARABEL", 1, True, {}),
 ]
 
 
@@ -58,13 +62,20 @@ def instance_dict(label: str, n: int) -> dict[str, Any]:
     return peers.eight_types(n, seed=1)
 
 
-for _label, _n, _obj, _solver, _reps, _slow in CASES:
+for _label, _n, _obj, _solver, _reps, _slow, _params in CASES:
+    _tag = "".join(f"/{k}={v}" for k, v in _params.items())
     register(
         BenchSpec(
-            name=f"peers/{_label}/{_obj}/{_n}/{_solver.lower()}",
+            name=f"peers/{_label}/{_obj}/{_n}/{_solver.lower()}{_tag}",
             kind="gpu_cluster",
             objective=_obj,
-            size={"jobs": _n, "instance": _label, "peer": _solver, "repetitions": _reps},
+            size={
+                "jobs": _n,
+                "instance": _label,
+                "peer": _solver,
+                "repetitions": _reps,
+                "params": _params,
+            },
             slow=_slow,
             make=lambda label=_label, n=_n: instance_dict(label, n),
         )
@@ -78,7 +89,7 @@ SPECS = [s for s in REGISTRY.values() if s.name.startswith("peers/")]
 )
 def bench_peers(benchmark, spec: BenchSpec) -> None:  # type: ignore[no-untyped-def]
     data = spec.make()
-    solver, reps = spec.size["peer"], spec.size["repetitions"]
+    solver, reps, params = spec.size["peer"], spec.size["repetitions"], spec.size["params"]
     opts = SolveOptions(threads=1)
     ours: list[float] = []
     theirs: list[float] = []
@@ -88,10 +99,14 @@ def bench_peers(benchmark, spec: BenchSpec) -> None:  # type: ignore[no-untyped-
         t0 = time.perf_counter()
         if rep == 0:
             result = benchmark.pedantic(
-                hetopt.solve, args=(data, spec.objective, opts), rounds=1, iterations=1
+                hetopt.solve,
+                args=(data, spec.objective, opts),
+                kwargs=params,
+                rounds=1,
+                iterations=1,
             )
         else:
-            result = hetopt.solve(data, spec.objective, opts)
+            result = hetopt.solve(data, spec.objective, opts, **params)
         ours.append(time.perf_counter() - t0)
         assert result.status == Status.OPTIMAL, result.termination
         assert result.verification.ok, result.verification.violations
@@ -118,5 +133,7 @@ def bench_peers(benchmark, spec: BenchSpec) -> None:  # type: ignore[no-untyped-
             "ratio_to_highs": best.runtime_s / max(best.timings.get("solve_s", 0.0), 1e-12),
             "wall_to_highs": min(ours) / max(best.timings.get("solve_s", 0.0), 1e-12),
             "strategy": best.info.get("lp_strategy", "monolithic"),
+            "symmetry_groups": best.info.get("symmetry_groups", spec.size["jobs"]),
+            "params": params,
         }
     )
