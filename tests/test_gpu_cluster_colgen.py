@@ -1,5 +1,5 @@
-"""gpu_cluster max-min fairness by column generation: the monolithic LP's optimum (1e-9)
-with a dual-bound certificate, verified by the independent verifier."""
+"""gpu_cluster max-min fairness and makespan by column generation: the monolithic LP's
+optimum (1e-9) with a dual-bound certificate, verified by the independent verifier."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ def _eight_types(n: int, seed: int) -> GpuClusterInstance:
             "throughput": {t: float(rng.uniform(0.5, 4.0)) for t in types},
             "scale_factor": int(rng.choice([1, 2, 4])),
             "weight": float(rng.choice([1.0, 2.0])),
+            "steps_remaining": float(rng.uniform(1e3, 1e5)),
         }
         for i in range(n)
     ]
@@ -39,22 +40,31 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("objective", ["max_min_fairness", "makespan"])
 @pytest.mark.parametrize(("initial", "max_rounds"), [(3, 20), (1, 20), (1, 0)])
 @pytest.mark.parametrize(("label", "make"), CASES, ids=[c[0] for c in CASES])
 def test_column_generation_equals_monolithic(
-    monkeypatch: pytest.MonkeyPatch, label: str, make, initial: int, max_rounds: int
+    monkeypatch: pytest.MonkeyPatch,
+    label: str,
+    make,
+    initial: int,
+    max_rounds: int,
+    objective: str,
 ) -> None:
     monkeypatch.setattr(colgen, "INITIAL", initial)
     monkeypatch.setattr(colgen, "MAX_ROUNDS", max_rounds)
     inst = make()
-    mono = hetopt.solve(inst, "max_min_fairness", OPTS, lp_strategy="monolithic")
-    cg = hetopt.solve(inst, "max_min_fairness", OPTS, lp_strategy="column_generation")
+    mono = hetopt.solve(inst, objective, OPTS, lp_strategy="monolithic")
+    cg = hetopt.solve(inst, objective, OPTS, lp_strategy="column_generation")
     assert cg.status == mono.status == Status.OPTIMAL
     assert cg.verification.ok, cg.verification.violations
     assert cg.objective_value == pytest.approx(mono.objective_value, rel=1e-9)
     # the certificate: a dual bound within 1e-9 of the value
     assert cg.bound is not None and cg.gap is not None and cg.gap <= 1e-9
-    assert cg.bound >= cg.objective_value * (1 - 1e-12)
+    if objective == "makespan":  # a lower bound on the makespan
+        assert cg.bound <= cg.objective_value * (1 + 1e-12)
+    else:  # an upper bound on the max-min value
+        assert cg.bound >= cg.objective_value * (1 - 1e-12)
     info = cg.info
     assert info["lp_strategy"] == "column_generation"
     assert info["lp_columns"] <= info["pair_columns_full"]

@@ -67,7 +67,7 @@ class GpuClusterParams(Params):
     )
     lp_strategy: Literal["auto", "monolithic", "column_generation"] = Field(
         "auto",
-        description="max_min_fairness (time sharing): solve the LP with every (job, type) "
+        description="max_min_fairness, makespan (time sharing): solve the LP with every (job, type) "
         "column at once (monolithic), or by column generation from each job's best types, "
         "priced by HiGHS's duals, with a dual-bound certificate (exact to 1e-9); auto: "
         "column generation for LPs of 50,000 pairs and more",

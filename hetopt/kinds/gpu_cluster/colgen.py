@@ -1,4 +1,4 @@
-"""Max-min fairness by column generation (``lp_strategy="column_generation"``).
+"""Max-min fairness and makespan by column generation (``lp_strategy``).
 
 The max-min LP (:mod:`.maxmin`) has a column per (job, type) pair but, with ``K`` GPU
 types and ``N`` jobs, an optimal basis has at most ``2N + K`` basic variables over the
@@ -94,21 +94,30 @@ def solve_by_columns(
     session: Session,
     instance: GpuClusterInstance,
     params: GpuClusterParams,
+    objective: str = "max_min_fairness",
 ) -> Outcome:
-    """The max-min fairness LP of ``instance`` by column generation (module docstring)."""
-    from .methods import MaxMinRead, time_share_tables
+    """The max-min fairness or makespan LP of ``instance`` by column generation (module
+    docstring)."""
+    from .methods import MakespanRead, MaxMinRead, require_steps, time_share_tables
 
+    makespan = objective == "makespan"
+    if makespan:
+        require_steps(instance)
     arr = instance.arrays
     with session.timer("build_s"):
         group_of: np.ndarray | None = None
         sub, mult = arr, None
         if params.symmetry:
-            group_of, reps, mult = F.job_groups(arr, False)
+            group_of, reps, mult = F.job_groups(arr, makespan)
             if len(reps) == arr.num_jobs:
                 group_of, mult = None, None
             else:
                 sub = arr.subset(reps)
-        lp = F.max_min_lp(sub, None, None, mult)
+        if makespan:
+            t_ref = F.makespan_reference(arr, arr.thr)
+            lp = F.makespan_lp(sub, None, mult, t_ref)
+        else:
+            lp = F.max_min_lp(sub, None, None, mult)
         pricing = Pricing.of(lp)
         n, T = sub.num_jobs, len(sub.types)
         first = initial_pairs(pricing, n, INITIAL)
@@ -123,8 +132,9 @@ def solve_by_columns(
     m, hm = built.model, live.highs_model
     time0 = hm.row(m.c_time[0])
     cap0 = hm.row(m.c_capacity[0])
-    fair0 = hm.row(m.c_fair[0])
-    assert hm.row(m.c_time[n - 1]) == time0 + n - 1 and hm.row(m.c_fair[n - 1]) == fair0 + n - 1
+    value_rows = getattr(m, lp.value_rows)
+    fair0 = hm.row(value_rows[0])
+    assert hm.row(m.c_time[n - 1]) == time0 + n - 1 and hm.row(value_rows[n - 1]) == fair0 + n - 1
     cols = [live.compiled.columns_of(m.alloc, range(len(first)))]
     zcol = live.compiled.column(m.z)
     in_lp = np.zeros(len(pricing), dtype=bool)
@@ -206,15 +216,20 @@ def solve_by_columns(
         Xr[pricing.row, pricing.type] = x
         X = Xr if group_of is None else Xr[group_of]
         allocation, jobs, thr_eff = time_share_tables(arr, X)
-        kappa = lp.scale
+        scale = lp.scale
         z = float(raw.x[zcol])
         optimal = raw.status == Status.OPTIMAL and certified
-        value, _, _ = MaxMinRead().read(arr, jobs, thr_eff, z, kappa, optimal, info)
+        reader = MakespanRead() if makespan else MaxMinRead()
+        value, status, term = reader.read(arr, jobs, thr_eff, z, scale, optimal, info)
         tables = {"allocation": allocation, "jobs": jobs}
-        if not optimal or bound is None:
+        if status is not None:  # makespan: some job cannot progress
+            return Outcome(None, tables, info, status, term, None, None)
+        if not optimal or bound is None or value is None:
             return Outcome(value, tables, info, raw.status, raw.termination, None, None)
-        proven = max(bound, z) / kappa
-        gap = (proven - z / kappa) / max(abs(proven), 1e-12)
+        z_bound = max(bound, z)  # a proven upper bound on the LP's z
+        # max-min: value z / kappa <= z_bound / kappa; makespan: t_ref / z >= t_ref / z_bound
+        proven = scale / z_bound if makespan else z_bound / scale
+        gap = abs(proven - value) / max(abs(proven), abs(value), 1e-12)
         status = Status.OPTIMAL if gap <= 1e-9 else Status.FEASIBLE
         term = raw.termination if status == Status.OPTIMAL else "pricing gap above 1e-9"
         return Outcome(value, tables, info, status, term, proven, gap)

@@ -182,25 +182,33 @@ def build_makespan(
 
     ``mult`` makes row ``i`` stand for ``mult[i]`` identical jobs; ``t_ref`` (the whole
     instance's :func:`makespan_reference`) is then given by the caller."""
+    return M.build(makespan_lp(arr, thr, mult, t_ref))
+
+
+def makespan_lp(
+    arr: ClusterArrays,
+    thr: np.ndarray | None = None,
+    mult: np.ndarray | None = None,
+    t_ref: float | None = None,
+) -> M.MaxMinLP:
+    """The data of :func:`build_makespan`."""
     thr = arr.thr if thr is None else thr
     pairs = Pairs.of(arr)
     if t_ref is None:
         t_ref = makespan_reference(arr, thr)
     block = _alloc_columns(arr, pairs, thr, mult)
     # c_progress[i]: sum_t thr[i,t] * t_ref / steps_i * alloc[i,t] >= z
-    return M.build(
-        M.MaxMinLP(
-            name="gpu_cluster",
-            row_set="JOBS",
-            num_rows=arr.num_jobs,
-            types=arr.types,
-            columns=(block,),
-            capacity=arr.workers.astype(float),
-            row_scale=t_ref / arr.steps,
-            scale=t_ref,
-            scale_name="t_ref",
-            value_rows="c_progress",
-        )
+    return M.MaxMinLP(
+        name="gpu_cluster",
+        row_set="JOBS",
+        num_rows=arr.num_jobs,
+        types=arr.types,
+        columns=(block,),
+        capacity=arr.workers.astype(float),
+        row_scale=t_ref / arr.steps,
+        scale=t_ref,
+        scale_name="t_ref",
+        value_rows="c_progress",
     )
 
 

@@ -225,24 +225,26 @@ def allocation_table(arr: Any, pairs: F.Pairs, x: np.ndarray) -> pd.DataFrame:
     )
 
 
-class MaxMinFairness(MaxMinRead, OneLP):
-    """Gavel's heterogeneity-aware max-min fairness LP (time sharing): one monolithic LP,
-    or by column generation (:mod:`.colgen`, parameter ``lp_strategy``)."""
+class ColumnsRun(OneLP):
+    """A one-LP method that may instead generate columns (:mod:`.colgen`, parameter
+    ``lp_strategy``)."""
+
+    objective_name = "max_min_fairness"
 
     def run(self, session: Session, instance: GpuClusterInstance, params: Any) -> Outcome:
         if not self.by_columns(instance, params):
             return super().run(session, instance, params)
         from .colgen import solve_by_columns
 
-        outcome = solve_by_columns(session, instance, params)
+        outcome = solve_by_columns(session, instance, params, self.objective_name)
         opts = session.options
         outcome.details["lp_method"] = (
             opts.lp_method if opts.lp_method != "auto" else DEFAULT_LP_METHOD
         )
         return outcome
 
-    @staticmethod
-    def by_columns(instance: GpuClusterInstance, params: Any) -> bool:
+    @classmethod
+    def by_columns(cls, instance: GpuClusterInstance, params: Any) -> bool:
         """Column generation: asked for, or ``auto`` and the LP is large (never agnostic)."""
         if params.agnostic or params.lp_strategy == "monolithic":
             return False
@@ -255,10 +257,15 @@ class MaxMinFairness(MaxMinRead, OneLP):
         if pairs < AUTO_MIN_PAIRS:
             return False
         if params.symmetry:
-            _, reps, _ = F.job_groups(arr, False)
+            _, reps, _ = F.job_groups(arr, cls.objective_name == "makespan")
             pairs = int(arr.allowed[reps].sum())
             return wants_columns(pairs, len(reps))
         return wants_columns(pairs, arr.num_jobs)
+
+
+class MaxMinFairness(MaxMinRead, ColumnsRun):
+    """Gavel's heterogeneity-aware max-min fairness LP (time sharing): one monolithic LP,
+    or by column generation."""
 
     def model(
         self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
@@ -268,8 +275,11 @@ class MaxMinFairness(MaxMinRead, OneLP):
         return F.build_max_min_fairness(inst.arrays, thr)
 
 
-class Makespan(MakespanRead, OneLP):
-    """The exact minimum-makespan LP (time sharing)."""
+class Makespan(MakespanRead, ColumnsRun):
+    """The exact minimum-makespan LP (time sharing): one monolithic LP, or by column
+    generation."""
+
+    objective_name = "makespan"
 
     def model(
         self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
