@@ -26,6 +26,9 @@ import pandas as pd
 
 SPLIT = ("build_s", "transfer_s", "solve_s", "load_s")
 SPLIT_LABELS = {"build_s": "build", "transfer_s": "transfer", "solve_s": "HiGHS", "load_s": "load"}
+PEER = ("peer", "hetopt_min_s", "peer_min_s", "ratio_to_peer", "wall_to_highs", "strategy")
+"""``extra_info`` of ``benchmarks/bench_peers.py``: hetopt against a cvxpy model of the same
+LP, timed side by side in one run."""
 
 
 @dataclass
@@ -84,6 +87,9 @@ def load(path: str | Path) -> Report:
                 rec[key] = float(extra[key])
         rec["status"] = extra.get("status", "")
         rec["objective_value"] = extra.get("objective_value")
+        for key in PEER:
+            if key in extra:
+                rec[key] = extra[key]
         records.append(rec)
     rows = pd.DataFrame.from_records(records)
     if len(rows):
@@ -158,6 +164,24 @@ def markdown(report: Report, heading_level: int = 1) -> str:
             "`HiGHS` the solver, `load` reading the solution, building the tables and running "
             "the independent verifier."
         )
+        lines.append("")
+    if "ratio_to_peer" in report.rows.columns:
+        peers = report.rows[report.rows["ratio_to_peer"].notna()]
+        lines += [f"{h} Against peers", ""]
+        lines.append(
+            "The same LP written independently in cvxpy, solved side by side in the same run "
+            "(`benchmarks/bench_peers.py`, threads=1, optima asserted equal to 1e-9). "
+            "`ratio` is hetopt's fastest run over the peer's (below 1: hetopt is faster); "
+            "`/ HiGHS` is hetopt's wall time over HiGHS's own solve time."
+        )
+        lines.append("")
+        header = ["benchmark", "hetopt (s)", "peer", "peer (s)", "ratio", "/ HiGHS", "strategy"]
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "---|" * len(header))
+        cols = ["name", "hetopt_min_s", "peer", "peer_min_s", "ratio_to_peer", "wall_to_highs"]
+        for rec in peers.reindex(columns=[*cols, "strategy"]).itertuples(index=False, name=None):
+            cells = [f"`{rec[0]}`", *(_fmt(v) for v in rec[1:])]
+            lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines) + "\n"
 

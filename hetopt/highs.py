@@ -208,18 +208,7 @@ def compile_model(model: pyo.ConcreteModel) -> CompiledModel:
     c[: len(c0)] = c0
     offset = float(np.asarray(info.c_offset).ravel()[0]) if np.size(info.c_offset) else 0.0
 
-    col_lower = np.empty(n)
-    col_upper = np.empty(n)
-    integrality = np.zeros(n, dtype=np.int32)
-    for j, v in enumerate(columns):
-        if v.fixed:
-            col_lower[j] = col_upper[j] = v.value
-            continue
-        lb, ub = v.bounds
-        col_lower[j] = -INF if lb is None else lb
-        col_upper[j] = INF if ub is None else ub
-        if v.is_integer():
-            integrality[j] = 1
+    col_lower, col_upper, integrality = _column_bounds(columns)
 
     row_index: dict[int, list[int]] = {}
     for i, r in enumerate(rows):
@@ -240,6 +229,44 @@ def compile_model(model: pyo.ConcreteModel) -> CompiledModel:
         col_index=col_index,
         row_index=row_index,
     )
+
+
+_FINITE_NATIVE = (int, float)
+
+
+def _column_bounds(columns: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Column bounds and integrality, as ``VarData.bounds``/``fixed``/``is_integer`` give
+    them: the domain's bounds and integrality are looked up once per domain object, and a
+    column whose own bounds are plain finite numbers is resolved without Pyomo's
+    per-variable property calls (anything else takes Pyomo's own path)."""
+    n = len(columns)
+    lows = np.empty(n)
+    ups = np.empty(n)
+    integrality = np.zeros(n, dtype=np.int32)
+    domains: dict[int, tuple[Any, Any, bool]] = {}
+    for j, v in enumerate(columns):
+        if v.fixed:
+            lows[j] = ups[j] = v.value
+            continue
+        dom = v.domain
+        info = domains.get(id(dom))
+        if info is None:
+            dlb, dub = dom.bounds()
+            info = domains[id(dom)] = (dlb, dub, bool(v.is_integer()))
+        dlb, dub, integer = info
+        lb, ub = v._lb, v._ub
+        if (lb is None or (lb.__class__ in _FINITE_NATIVE and -INF < lb < INF)) and (
+            ub is None or (ub.__class__ in _FINITE_NATIVE and -INF < ub < INF)
+        ):
+            lb = dlb if lb is None else (lb if dlb is None else max(lb, dlb))
+            ub = dub if ub is None else (ub if dub is None else min(ub, dub))
+        else:
+            lb, ub = v.bounds
+        lows[j] = -INF if lb is None else lb
+        ups[j] = INF if ub is None else ub
+        if integer:
+            integrality[j] = 1
+    return lows, ups, integrality
 
 
 @dataclass

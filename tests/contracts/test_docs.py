@@ -194,3 +194,31 @@ def test_docs_build_with_warnings_as_errors(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (out / "tutorials" / "gpu_cluster.html").exists()
     assert (out / "generated" / "cli.html").exists()
+
+
+def test_bench_report_peer_table(tmp_path):
+    data = json.loads(_bench_json(tmp_path / "run.json").read_text())
+    data["benchmarks"].append(
+        {
+            "name": "bench_peers[peers/gavel/max_min_fairness/512/ecos]",
+            "group": None,
+            "stats": {"mean": 0.05, "min": 0.05, "rounds": 1},
+            "extra_info": {
+                "solve_s": 0.01,
+                "peer": "cvxpy+ECOS",
+                "hetopt_min_s": 0.04,
+                "peer_min_s": 0.08,
+                "ratio_to_peer": 0.5,
+                "wall_to_highs": 4.0,
+                "strategy": "monolithic",
+            },
+        }
+    )
+    path = tmp_path / "peers.json"
+    path.write_text(json.dumps(data))
+    text = bench_report.markdown(bench_report.load(path))
+    assert "Against peers" in text
+    row = next(ln for ln in text.splitlines() if "cvxpy+ECOS" in ln)
+    assert "| 0.5 |" in row and "| 0.08 |" in row and "monolithic" in row
+    # a run without peers has no peer table
+    assert "Against peers" not in bench_report.markdown(bench_report.load(tmp_path / "run.json"))

@@ -15,7 +15,7 @@ decomposition (:mod:`.decompose`), a live policy for scheduler loops
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -58,6 +58,19 @@ class GpuClusterParams(Params):
     agnostic: bool = Field(
         False,
         description="allocate as if every GPU type were equal (heterogeneity-agnostic baseline)",
+    )
+    symmetry: bool = Field(
+        True,
+        description="max_min_fairness, makespan (time sharing): solve one LP row per group "
+        "of identical jobs and give every job of a group the same shares (exact); "
+        "false: one row per job",
+    )
+    lp_strategy: Literal["auto", "monolithic", "column_generation"] = Field(
+        "auto",
+        description="max_min_fairness, makespan (time sharing): solve the LP with every (job, type) "
+        "column at once (monolithic), or by column generation from each job's best types, "
+        "priced by HiGHS's duals, with a dual-bound certificate (exact to 1e-9); auto: "
+        "column generation for LPs of 50,000 pairs and more",
     )
     servers: int = Field(1, ge=1, description="reclaim: how many loaned servers to return")
     server_type: str | None = Field(
@@ -219,6 +232,11 @@ DETAILS = (
     Detail("pair_columns_per_job", "int", "pair columns a per-job model would have"),
     Detail("dominated_pairs_dropped", "int", "pair entries dominated by time slicing"),
     Detail("symmetry_groups", "int", "groups of interchangeable jobs solved as one row"),
+    Detail("lp_strategy", "str", "column_generation when the LP was solved by pricing columns"),
+    Detail("pricing_rounds", "int", "column generation: rounds that added columns"),
+    Detail("columns_generated", "int", "column generation: columns added by pricing"),
+    Detail("lp_columns", "int", "column generation: (job, type) columns in the final LP"),
+    Detail("pair_columns_full", "int", "column generation: columns of the monolithic LP"),
     Detail("levels", "int", "water-filling levels"),
     Detail("level_lps", "int", "LPs that raised a level"),
     Detail("lp_solves", "int", "LP solves in all"),

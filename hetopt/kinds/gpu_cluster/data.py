@@ -163,6 +163,7 @@ class GpuClusterInstance(InstanceBase):
                     f"none), the cluster has: {', '.join(self.workers)}",
                 )
         cap = self.capacity
+        known = self.workers.keys()
         seen: dict[str, int] = {}
         for i, job in enumerate(self.jobs):
             if job.id in seen:
@@ -178,16 +179,16 @@ class GpuClusterInstance(InstanceBase):
                     f"jobs[{i}].throughput",
                     "required field is missing (or give the job's options in elastic)",
                 )
-            for t in job.throughput:
-                if t not in self.workers:
-                    raise fail(
-                        f"jobs[{i}].throughput.{t}",
-                        f"unknown worker type {t!r}; the cluster has: {', '.join(self.workers)}",
-                    )
-            runnable = [
-                t for t, v in job.throughput.items() if v > 0 and cap[t] >= job.scale_factor
-            ]
-            if not runnable:
+            if not job.throughput.keys() <= known:
+                for t in job.throughput:
+                    if t not in self.workers:
+                        raise fail(
+                            f"jobs[{i}].throughput.{t}",
+                            f"unknown worker type {t!r}; the cluster has: "
+                            f"{', '.join(self.workers)}",
+                        )
+            sf = job.scale_factor
+            if not any(v > 0 and cap[t] >= sf for t, v in job.throughput.items()):
                 raise fail(
                     f"jobs[{i}]",
                     f"job {job.id!r} can run on no worker type: it needs a positive throughput on a "

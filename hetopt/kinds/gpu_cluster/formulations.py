@@ -11,7 +11,7 @@ jobs takes a few numpy operations plus the Pyomo variables.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ __all__ = [
     "MaxMinLayout",
     "Pairs",
     "agnostic_throughputs",
+    "build_grouped",
     "build_makespan",
     "build_max_min_fairness",
     "contention",
@@ -123,6 +124,17 @@ def build_max_min_fairness(
     ``1 / min_i (best value job i could reach alone)``, so it is O(1) however
     oversubscribed the cluster or extreme the weights.
     """
+    return M.build(max_min_lp(arr, thr, weight, mult))
+
+
+def max_min_lp(
+    arr: ClusterArrays,
+    thr: np.ndarray | None = None,
+    weight: np.ndarray | None = None,
+    mult: np.ndarray | None = None,
+) -> M.MaxMinLP:
+    """The data of :func:`build_max_min_fairness` (its one ``alloc`` block holds every
+    pair: column generation restricts it)."""
     thr = arr.thr if thr is None else thr
     pairs = Pairs.of(arr)
     row_scale = _row_scale(arr, thr, weight)
@@ -134,18 +146,16 @@ def build_max_min_fairness(
     kappa = max(contention(arr, mult), 1.0 / upper if upper > 0 else 1.0)
     block = _alloc_columns(arr, pairs, thr, mult)
     # c_fair[i]: sum_t kappa * scale_i * thr[i,t] / (weight_i * p_i) * alloc[i,t] >= z
-    return M.build(
-        M.MaxMinLP(
-            name="gpu_cluster",
-            row_set="JOBS",
-            num_rows=arr.num_jobs,
-            types=arr.types,
-            columns=(block,),
-            capacity=arr.workers.astype(float),
-            row_scale=row_scale,
-            scale=kappa,
-            coefficient_scale=kappa,
-        )
+    return M.MaxMinLP(
+        name="gpu_cluster",
+        row_set="JOBS",
+        num_rows=arr.num_jobs,
+        types=arr.types,
+        columns=(block,),
+        capacity=arr.workers.astype(float),
+        row_scale=row_scale,
+        scale=kappa,
+        coefficient_scale=kappa,
     )
 
 
@@ -161,25 +171,87 @@ def makespan_reference(arr: ClusterArrays, thr: np.ndarray) -> float:
     return max(float(per_job.max()), total)
 
 
-def build_makespan(arr: ClusterArrays, thr: np.ndarray | None = None) -> Built:
+def build_makespan(
+    arr: ClusterArrays,
+    thr: np.ndarray | None = None,
+    mult: np.ndarray | None = None,
+    t_ref: float | None = None,
+) -> Built:
     """Exact minimum-makespan LP: maximise ``z = t_ref / T`` subject to
-    ``sum_t thr[i,t] * t_ref / steps_i * alloc[i,t] >= z`` for every job."""
+    ``sum_t thr[i,t] * t_ref / steps_i * alloc[i,t] >= z`` for every job.
+
+    ``mult`` makes row ``i`` stand for ``mult[i]`` identical jobs; ``t_ref`` (the whole
+    instance's :func:`makespan_reference`) is then given by the caller."""
+    return M.build(makespan_lp(arr, thr, mult, t_ref))
+
+
+def makespan_lp(
+    arr: ClusterArrays,
+    thr: np.ndarray | None = None,
+    mult: np.ndarray | None = None,
+    t_ref: float | None = None,
+) -> M.MaxMinLP:
+    """The data of :func:`build_makespan`."""
     thr = arr.thr if thr is None else thr
     pairs = Pairs.of(arr)
-    t_ref = makespan_reference(arr, thr)
-    block = _alloc_columns(arr, pairs, thr)
+    if t_ref is None:
+        t_ref = makespan_reference(arr, thr)
+    block = _alloc_columns(arr, pairs, thr, mult)
     # c_progress[i]: sum_t thr[i,t] * t_ref / steps_i * alloc[i,t] >= z
-    return M.build(
-        M.MaxMinLP(
-            name="gpu_cluster",
-            row_set="JOBS",
-            num_rows=arr.num_jobs,
-            types=arr.types,
-            columns=(block,),
-            capacity=arr.workers.astype(float),
-            row_scale=t_ref / arr.steps,
-            scale=t_ref,
-            scale_name="t_ref",
-            value_rows="c_progress",
-        )
+    return M.MaxMinLP(
+        name="gpu_cluster",
+        row_set="JOBS",
+        num_rows=arr.num_jobs,
+        types=arr.types,
+        columns=(block,),
+        capacity=arr.workers.astype(float),
+        row_scale=t_ref / arr.steps,
+        scale=t_ref,
+        scale_name="t_ref",
+        value_rows="c_progress",
     )
+
+
+def job_groups(arr: ClusterArrays, by_steps: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Groups of identical jobs for the time-sharing LPs: same throughputs, usable types,
+    scale factor, weight (and steps for makespan). ``(group_of_job, representatives,
+    multiplicity)``; representatives in first-occurrence order, so the grouped LP keeps
+    the jobs' order."""
+    cols = [arr.scale[:, None], arr.weight[:, None], arr.thr, arr.allowed]
+    if by_steps:
+        cols.append(arr.steps[:, None])
+    key = np.hstack([np.asarray(c, dtype=float) for c in cols])
+    _, first, inverse, counts = np.unique(
+        key, axis=0, return_index=True, return_inverse=True, return_counts=True
+    )
+    order = np.argsort(first, kind="stable")  # groups numbered by first occurrence
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    group_of = rank[inverse.ravel()].astype(np.int64)
+    return group_of, first[order].astype(np.int64), counts[order].astype(float)
+
+
+def build_grouped(arr: ClusterArrays, objective: str, thr: np.ndarray | None = None) -> Built:
+    """The max-min fairness or makespan LP with one row per group of identical jobs.
+
+    Both LPs are convex and invariant under permuting identical jobs, so averaging an
+    optimum over a group's permutations gives an optimum in which every job of a group
+    has the same shares: the LP over one representative per group, whose GPUs count
+    ``mult`` times, has the same optimum, and giving each job its group's shares
+    (:attr:`MaxMinLayout.group_of`) is an optimal allocation of the per-job LP. When no
+    two jobs are alike this is exactly the per-job model.
+    """
+    makespan = objective == "makespan"
+    group_of, reps, mult = job_groups(arr, makespan)
+    if len(reps) == arr.num_jobs:
+        if makespan:
+            return build_makespan(arr, thr)
+        return build_max_min_fairness(arr, thr)
+    sub = arr.subset(reps)
+    thr_sub = None if thr is None else thr[reps]
+    if makespan:
+        t_ref = makespan_reference(arr, arr.thr if thr is None else thr)
+        built = build_makespan(sub, thr_sub, mult, t_ref)
+    else:
+        built = build_max_min_fairness(sub, thr_sub, None, mult)
+    return Built(built.model, replace(built.layout, group_of=group_of))

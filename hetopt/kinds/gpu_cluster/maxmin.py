@@ -155,6 +155,8 @@ class MaxMinLayout:
     """``"c_fair"`` or ``"c_progress"``."""
     scale: float
     """``kappa`` or ``t_ref``."""
+    group_of: np.ndarray | None = None
+    """Rows are symmetry groups: each job's group (``None``: rows are jobs)."""
 
 
 # --------------------------------------------------------------------------- builder

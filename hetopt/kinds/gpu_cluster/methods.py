@@ -56,7 +56,9 @@ class OneLP(BuildMethodBase):
     lp_method = DEFAULT_LP_METHOD
     needs_steps = False
 
-    def model(self, inst: GpuClusterInstance, thr: np.ndarray | None, agnostic: bool) -> Built:
+    def model(
+        self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
+    ) -> Built:
         raise NotImplementedError  # pragma: no cover - abstract
 
     def read(
@@ -77,7 +79,7 @@ class OneLP(BuildMethodBase):
         if self.needs_steps:
             require_steps(instance)
         thr = allocation_throughputs(instance, params.agnostic)
-        return self.model(instance, thr, params.agnostic)
+        return self.model(instance, thr, params)
 
     def run(self, session: Session, instance: GpuClusterInstance, params: Any) -> Outcome:
         outcome, _ = session.solve_method(self, instance, params)
@@ -90,7 +92,11 @@ class OneLP(BuildMethodBase):
     def describe(
         self, instance: GpuClusterInstance, params: GpuClusterParams, built: Built
     ) -> dict[str, Any]:
-        return {"agnostic": bool(params.agnostic)}
+        out: dict[str, Any] = {"agnostic": bool(params.agnostic)}
+        group_of = getattr(built.layout, "group_of", None)
+        if isinstance(built.layout, F.MaxMinLayout) and group_of is not None:
+            out["symmetry_groups"] = int(group_of.max()) + 1
+        return out
 
     def extract(
         self,
@@ -129,14 +135,29 @@ class OneLP(BuildMethodBase):
         pairs = built.layout.pairs
         x = solution.values(built.model.alloc, range(len(pairs)))
         x = np.where(np.abs(x) < 1e-10, 0.0, x)
-        X = np.zeros((arr.num_jobs, len(arr.types)))
-        X[pairs.job, pairs.type] = x
-        allocation = allocation_table(arr, pairs, x)
-        thr_eff = V.effective_throughput(arr, X)
-        jobs = pd.DataFrame(
-            {"job": arr.job_ids, "time_share": X.sum(axis=1), "throughput": thr_eff}
-        )
-        return allocation, jobs, thr_eff, {}
+        group_of = built.layout.group_of
+        if group_of is None:
+            X = np.zeros((arr.num_jobs, len(arr.types)))
+            X[pairs.job, pairs.type] = x
+            return (*time_share_tables(arr, X, pairs, x), {})
+        # rows are symmetry groups: every job gets its group's shares
+        Xg = np.zeros((int(group_of.max()) + 1, len(arr.types)))
+        Xg[pairs.job, pairs.type] = x
+        return (*time_share_tables(arr, Xg[group_of]), {})
+
+
+def time_share_tables(
+    arr: Any, X: np.ndarray, pairs: F.Pairs | None = None, x: np.ndarray | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
+    """The allocation and jobs tables of a jobs x types time-share matrix ``X`` (and each
+    job's effective throughput); ``pairs``/``x``: its pairs and their values if known."""
+    if pairs is None or x is None:
+        pairs = F.Pairs.of(arr)
+        x = X[pairs.job, pairs.type]
+    allocation = allocation_table(arr, pairs, x)
+    thr_eff = V.effective_throughput(arr, X)
+    jobs = pd.DataFrame({"job": arr.job_ids, "time_share": X.sum(axis=1), "throughput": thr_eff})
+    return allocation, jobs, thr_eff
 
 
 class MaxMinRead:
@@ -197,25 +218,75 @@ def allocation_table(arr: Any, pairs: F.Pairs, x: np.ndarray) -> pd.DataFrame:
     """``job, worker_type, fraction`` for every (job, type) pair with positive throughput."""
     return pd.DataFrame(
         {
-            "job": [arr.job_ids[i] for i in pairs.job],
-            "worker_type": [arr.types[t] for t in pairs.type],
+            "job": np.asarray(arr.job_ids, dtype=object)[pairs.job],
+            "worker_type": np.asarray(arr.types, dtype=object)[pairs.type],
             "fraction": x,
         }
     )
 
 
-class MaxMinFairness(MaxMinRead, OneLP):
-    """Gavel's heterogeneity-aware max-min fairness LP (time sharing)."""
+class ColumnsRun(OneLP):
+    """A one-LP method that may instead generate columns (:mod:`.colgen`, parameter
+    ``lp_strategy``)."""
 
-    def model(self, inst: GpuClusterInstance, thr: np.ndarray | None, agnostic: bool) -> Built:
+    objective_name = "max_min_fairness"
+
+    def run(self, session: Session, instance: GpuClusterInstance, params: Any) -> Outcome:
+        if not self.by_columns(instance, params):
+            return super().run(session, instance, params)
+        from .colgen import solve_by_columns
+
+        outcome = solve_by_columns(session, instance, params, self.objective_name)
+        opts = session.options
+        outcome.details["lp_method"] = (
+            opts.lp_method if opts.lp_method != "auto" else DEFAULT_LP_METHOD
+        )
+        return outcome
+
+    @classmethod
+    def by_columns(cls, instance: GpuClusterInstance, params: Any) -> bool:
+        """Column generation: asked for, or ``auto`` and the LP is large (never agnostic)."""
+        if params.agnostic or params.lp_strategy == "monolithic":
+            return False
+        if params.lp_strategy == "column_generation":
+            return True
+        from .colgen import AUTO_MIN_PAIRS, wants_columns
+
+        arr = instance.arrays
+        pairs = int(arr.allowed.sum())
+        if pairs < AUTO_MIN_PAIRS:
+            return False
+        if params.symmetry:
+            _, reps, _ = F.job_groups(arr, cls.objective_name == "makespan")
+            pairs = int(arr.allowed[reps].sum())
+            return wants_columns(pairs, len(reps))
+        return wants_columns(pairs, arr.num_jobs)
+
+
+class MaxMinFairness(MaxMinRead, ColumnsRun):
+    """Gavel's heterogeneity-aware max-min fairness LP (time sharing): one monolithic LP,
+    or by column generation."""
+
+    def model(
+        self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
+    ) -> Built:
+        if params.symmetry and not params.agnostic:  # agnostic: the true value is not unique
+            return F.build_grouped(inst.arrays, "max_min_fairness", thr)
         return F.build_max_min_fairness(inst.arrays, thr)
 
 
-class Makespan(MakespanRead, OneLP):
-    """The exact minimum-makespan LP (time sharing)."""
+class Makespan(MakespanRead, ColumnsRun):
+    """The exact minimum-makespan LP (time sharing): one monolithic LP, or by column
+    generation."""
 
-    def model(self, inst: GpuClusterInstance, thr: np.ndarray | None, agnostic: bool) -> Built:
+    objective_name = "makespan"
+
+    def model(
+        self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
+    ) -> Built:
         # agnostic: all types equal; steps are read as seconds of work at throughput 1
+        if params.symmetry and not params.agnostic:  # agnostic: the true value is not unique
+            return F.build_grouped(inst.arrays, "makespan", thr)
         return F.build_makespan(inst.arrays, thr)
 
 
@@ -225,10 +296,12 @@ class SpaceSharing(OneLP):
 
     objective = "max_min_fairness"
 
-    def model(self, inst: GpuClusterInstance, thr: np.ndarray | None, agnostic: bool) -> Built:
+    def model(
+        self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
+    ) -> Built:
         from .colocation import build_colocation_model
 
-        return build_colocation_model(inst, self.objective, thr, agnostic)
+        return build_colocation_model(inst, self.objective, thr, params.agnostic)
 
     def tables(
         self, instance: GpuClusterInstance, built: Built, solution: SolveView

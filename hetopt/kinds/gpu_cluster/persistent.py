@@ -55,7 +55,8 @@ class PersistentPolicy:
             )
         self.options = options or SolveOptions()
         self.agnostic = agnostic
-        self._params = KIND.parse_params({"agnostic": agnostic})
+        # one row per job (no symmetry groups): updates address jobs' rows and columns
+        self._params = KIND.parse_params({"agnostic": agnostic, "symmetry": False})
         KIND.check(instance, self.objective, self._params)  # as hetopt.solve would
         self._instance0 = instance
         self.instance = instance

@@ -25,24 +25,26 @@ def allocation_matrix(arr: ClusterArrays, allocation: pd.DataFrame) -> tuple[np.
     X = np.zeros((arr.num_jobs, len(arr.types)))
     if allocation.empty:
         return X, ["the allocation table is empty"]
-    job_pos = {j: i for i, j in enumerate(arr.job_ids)}
-    type_pos = {t: k for k, t in enumerate(arr.types)}
     df = allocation
     if "other_job" in df.columns:
         df = df[df["other_job"].fillna("").astype(str) == ""]
-    jobs = df["job"].astype(str).map(job_pos)
-    types = df["worker_type"].astype(str).map(type_pos)
-    bad = jobs.isna() | types.isna()
+    # integer codes by hash lookup (-1: unknown), not a Python mapping per row
+    job_codes = pd.Index(arr.job_ids).get_indexer(df["job"].astype(str))
+    jobs = np.asarray(job_codes, dtype=np.int64)
+    types = np.asarray(pd.Index(arr.types).get_indexer(df["worker_type"].astype(str)), np.int64)
+    bad = (jobs < 0) | (types < 0)
     if bad.any():
         problems.append(f"{int(bad.sum())} allocation row(s) name an unknown job or worker type")
     ok = ~bad
-    np.add.at(
-        X,
-        (jobs[ok].astype(int).to_numpy(), types[ok].astype(int).to_numpy()),
-        df.loc[ok, "fraction"].to_numpy(dtype=float),
-    )
-    missing = set(arr.job_ids) - set(allocation["job"].astype(str))
-    if missing:
+    n, T = X.shape
+    flat = jobs[ok] * T + types[ok]
+    frac = df["fraction"].to_numpy(dtype=float)[ok]
+    X += np.bincount(flat, weights=frac, minlength=n * T).reshape(n, T)
+    all_codes = pd.Index(arr.job_ids).get_indexer(allocation["job"].astype(str))
+    seen = np.zeros(arr.num_jobs, dtype=bool)
+    seen[all_codes[all_codes >= 0]] = True
+    if not seen.all():
+        missing = [arr.job_ids[i] for i in np.nonzero(~seen)[0]]
         problems.append(
             f"{len(missing)} job(s) missing from the allocation, e.g. {sorted(missing)[:3]}"
         )
