@@ -199,6 +199,9 @@ class RoundScheduler:
         self._added_s: dict[str, float] = {}
         self.alloc: dict[Unit, dict[str, float]] = {}
         self.received_s: dict[tuple[Unit, str], float] = {}
+        self._ran: dict[str, float] = {}
+        """Total time each job ran (any type, alone or shared)."""
+        self._rank_cache: dict[str, int] | None = None
         self.rounds_run = 0
         self.now = 0.0
         self.pending = True
@@ -214,6 +217,9 @@ class RoundScheduler:
         # placements: last decision (kept GPUs) and what runs now (mid-round back-fill)
         self._last: dict[Unit, tuple[str, Gpus]] = {}
         self._running: dict[Unit, tuple[str, Gpus]] = {}
+        self._charge: dict[Unit, str] = {}
+        """hetopt: units moved to a faster type this round, and the type they are
+        charged on."""
         for j, s in (scale_factors or {}).items():
             self.add_job(str(j), int(s), (throughputs or {}).get(j), now=0.0)
         if allocation is not None:
@@ -305,6 +311,7 @@ class RoundScheduler:
         self._can[job] = self._runnable(job)
         self._added_s[job] = self.now if now is None else float(now)
         self._job_time[job] = {t: self.round_s / 2.0 for t in self.types}
+        self._rank_cache = None
         self.pending = True
 
     def remove_job(self, job: str) -> None:
@@ -314,6 +321,8 @@ class RoundScheduler:
             return
         del self.scale[job], self._can[job], self._added_s[job]
         self._thr.pop(job, None)
+        self._ran.pop(job, None)
+        self._rank_cache = None
         for units in (self.alloc, self._job_time, self._last, self._running):
             for u in [u for u in units if job in _members(u)]:
                 del units[u]  # type: ignore[attr-defined]
@@ -441,14 +450,18 @@ class RoundScheduler:
         u: Unit = unit if isinstance(unit, tuple) else str(unit)
         key = (u, worker_type)
         self.received_s[key] = self.received_s.get(key, 0.0) + seconds
+        for j in _members(u):
+            self._ran[j] = self._ran.get(j, 0.0) + seconds
         times = self._job_time.get(u)
         if times is not None:  # the type's total counts jobs still present (Gavel's)
             times[worker_type] = times.get(worker_type, 0.0) + seconds
             self._worker_time[worker_type] = self._worker_time.get(worker_type, 0.0) + seconds
         if self.mechanism == "hetopt":
-            f = self.alloc.get(u, {}).get(worker_type, 0.0)
+            charged = self._charge.get(u, worker_type)
+            f = self.alloc.get(u, {}).get(charged, 0.0)
             if f > _EPS:  # back-fill is not charged
-                self._debt[key] = max(self._debt.get(key, 0.0) - seconds, -self.round_s)
+                ck = (u, charged)
+                self._debt[ck] = max(self._debt.get(ck, 0.0) - seconds, -self.round_s)
 
     # ------------------------------------------------------------------ priorities
     def priorities(self, now: float | None = None) -> dict[tuple[Unit, str], float]:
@@ -497,25 +510,63 @@ class RoundScheduler:
             out.extend((e[3], t) for e in entries)
         return out
 
-    def _queue_hetopt(self, types: Sequence[str], now: float) -> list[tuple[Unit, str]]:
+    def _queue_hetopt(
+        self, types: Sequence[str], now: float
+    ) -> tuple[list[tuple[Unit, str]], list[tuple[Unit, str]]]:
+        """hetopt's two queues: allocated (unit, type) pairs, largest outstanding
+        entitlement first (any type); then back-fill, types fastest first, the job that
+        has run least first."""
         self._accrue(now)
-        rank = {j: k for k, j in enumerate(self.scale)}
+        rank = self._rank()
+        debt = self._debt
         allocated = []
         for u, row in self.alloc.items():
+            first = u[0] if isinstance(u, tuple) else u
             for t, f in row.items():
                 if f > _EPS:
-                    first = _members(u)[0]
-                    allocated.append((-self._debt.get((u, t), 0.0), -f, rank.get(first, 0), u, t))
+                    allocated.append((-debt.get((u, t), 0.0), -f, rank.get(first, 0), u, t))
         allocated.sort(key=lambda e: (e[0], e[1], e[2]))
-        out: list[tuple[Unit, str]] = [(e[3], e[4]) for e in allocated]
-        ran: dict[str, float] = {}
-        for (u, _), s in self.received_s.items():
-            for j in _members(u):
-                ran[j] = ran.get(j, 0.0) + s
+        ran = self._ran
         by_service = sorted(self.scale, key=lambda j: (ran.get(j, 0.0), rank[j]))
-        for t in types:
-            out.extend((j, t) for j in by_service)
+        fill: list[tuple[Unit, str]] = [(j, t) for t in types for j in by_service]
+        return [(e[3], e[4]) for e in allocated], fill
+
+    def _faster(self, job: str, a: str, b: str) -> bool:
+        """Whether ``job`` runs faster on type ``a`` than on ``b``."""
+        thr = self._thr.get(job)
+        if thr is None:
+            return self.type_order.index(a) < self.type_order.index(b)
+        return float(thr.get(a, 0.0)) > float(thr.get(b, 0.0))
+
+    def _upgrade(
+        self, chosen: list[tuple[Unit, str]], free: dict[str, int], types: Sequence[str]
+    ) -> list[tuple[Unit, str]]:
+        """Move chosen jobs onto idle GPUs of a type where they run faster (slowest
+        first): an allocation that put a job on a slow type while a fast one idles."""
+        pos = {t: k for k, t in enumerate(types)}
+        order = sorted(range(len(chosen)), key=lambda k: -pos.get(chosen[k][1], 0))
+        out = list(chosen)
+        for k in order:
+            u, t = out[k]
+            if isinstance(u, tuple):
+                continue
+            sf = self.scale[u]
+            best = None
+            for f in types:
+                fits = free.get(f, 0) >= sf and f in self._can[u] and self._faster(u, f, t)
+                if fits and (best is None or self._faster(u, f, best)):
+                    best = f
+            if best is not None:
+                free[best] -= sf
+                free[t] += sf
+                out[k] = (u, best)
+                self._charge[u] = t
         return out
+
+    def _rank(self) -> dict[str, int]:
+        if self._rank_cache is None:
+            self._rank_cache = {j: k for k, j in enumerate(self.scale)}
+        return self._rank_cache
 
     # ------------------------------------------------------------------ decisions
     def _choose(
@@ -528,18 +579,23 @@ class RoundScheduler:
         chosen: list[tuple[Unit, str]] = []
         idle: list[tuple[Unit, str]] = []
         left = sum(free.values())
+        scale, can = self.scale, self._can
         for u, t in queue:
             if left == 0:
                 break
-            if free.get(t, 0) == 0:
+            room = free.get(t, 0)
+            if room == 0:
                 continue
-            members = _members(u)
-            if any(j in taken for j in members):
-                continue
-            if any(j not in self.scale or t not in self._can[j] for j in members):
-                continue
-            sf = self.scale[members[0]]
-            if sf > free[t]:
+            if isinstance(u, str):
+                if u in taken or u not in can or t not in can[u]:
+                    continue
+                members: tuple[str, ...] = (u,)
+            else:
+                members = u
+                if any(j in taken or j not in can or t not in can[j] for j in members):
+                    continue
+            sf = scale[members[0]]
+            if sf > room:
                 continue
             free[t] -= sf
             left -= sf
@@ -557,12 +613,17 @@ class RoundScheduler:
         now = self.now if now is None else float(now)
         self.now = max(self.now, now)
         types = self._order()
-        if self.mechanism == "gavel":
-            queue = self._queue_gavel(types)
-        else:
-            queue = self._queue_hetopt(types, now)
         free = {t: self.workers[t] for t in self.types}
-        chosen, idle = self._choose(queue, free, set())
+        self._charge = {}
+        if self.mechanism == "gavel":
+            chosen, idle = self._choose(self._queue_gavel(types), free, set())
+        else:
+            allocated, fill = self._queue_hetopt(types, now)
+            taken: set[str] = set()
+            chosen, idle = self._choose(allocated, free, taken)
+            chosen = self._upgrade(chosen, free, types)
+            more, _ = self._choose(fill, free, taken)
+            chosen.extend(more)
         if self.mechanism == "gavel":
             placements = self._place_gavel(chosen, types)
         else:
@@ -598,8 +659,8 @@ class RoundScheduler:
         free = {t: int(sum(int((~m).sum()) for m in used[t])) for t in self.types}
         if not any(free.values()):
             return Plan(float(now), {})
-        queue = self._queue_hetopt(self._order(), float(now))
-        chosen, _ = self._choose(queue, free, taken)
+        allocated, fill = self._queue_hetopt(self._order(), float(now))
+        chosen, _ = self._choose([*allocated, *fill], free, taken)
         placements = self._place_best_fit(chosen, used)
         self._running.update(placements)
         self._last.update(placements)

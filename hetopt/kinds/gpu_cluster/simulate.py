@@ -427,6 +427,7 @@ class _GavelMakespan(_Policy):
         raw = live.solve(_interior(self.options), "ipm").raw
         if not raw.status.has_solution or raw.x is None:  # numerically at the edge: the optimum
             raw = view.raw
+        assert raw.x is not None
         X = np.zeros((arr.num_jobs, len(arr.types)))
         X[idx[job], typ] = np.clip(raw.x[cols], 0.0, 1.0)
         X[X < 1e-10] = 0.0
@@ -486,7 +487,9 @@ class _KindPolicy(_Policy):
             job["time_elapsed_s"] = float(max(now - self.arrival[i], 0.0))
             job.pop("arrival_s", None)
             if self.throughputs is not None:
-                job["throughput"] = {t: float(v) for t, v in zip(arr.types, self.throughputs[i])}
+                job["throughput"] = {
+                    t: float(v) for t, v in zip(arr.types, self.throughputs[i], strict=True)
+                }
             if "deadline_s" in job:  # relative to now; an SLO already missed is dropped
                 left = self.arrival[i] + job["deadline_s"] - now
                 if left > 0:
@@ -563,7 +566,10 @@ def _make_policy(
             return _GavelMakespan(arr, thr, options)
         return _KindPolicy(inst, policy, agnostic, options)
     if policy == "max_min_fairness" and persistent and not spaced:
-        return _LiveMaxMin(arr, agnostic_throughputs(arr) if agnostic else arr.thr, options)
+        # interior point: the allocation in the middle of the optimal face, not a vertex
+        # that gives every job's surplus to a few (measured: lower JCTs, same level)
+        thr = agnostic_throughputs(arr) if agnostic else arr.thr
+        return _LiveMaxMin(arr, thr, _interior(options))
     return _KindPolicy(inst, policy, agnostic, options)
 
 
@@ -609,9 +615,9 @@ def _alloc_map(arr: Any, a: _Allocation, active: np.ndarray) -> dict[Unit, dict[
     out: dict[Unit, dict[str, float]] = {}
     for i in np.nonzero(active)[0]:
         out[arr.job_ids[i]] = {arr.types[k]: float(a.X[i, k]) for k in range(len(arr.types))}
-    for (i, k), row in a.pairs.items():
-        if active[i] and active[k]:
-            out[(arr.job_ids[i], arr.job_ids[k])] = {arr.types[t]: f for t, f in row.items()}
+    for (p, q), row in a.pairs.items():
+        if active[p] and active[q]:
+            out[(arr.job_ids[p], arr.job_ids[q])] = {arr.types[t]: f for t, f in row.items()}
     return out
 
 
@@ -1170,7 +1176,7 @@ def idle_while_waiting(
             if arr.job_ids[i] in running:
                 continue
             for k, t in enumerate(arr.types):
-                idle = int(round(arr.workers[k] - busy[t]))
+                idle = round(float(arr.workers[k]) - busy[t])
                 if arr.thr[i, k] > 0 and idle >= arr.scale[i]:
                     rows.append((float(tau), arr.job_ids[i], t, idle, int(arr.scale[i])))
     return pd.DataFrame(rows, columns=["time_s", "job", "worker_type", "idle_gpus", "scale_factor"])
