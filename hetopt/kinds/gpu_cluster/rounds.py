@@ -534,8 +534,8 @@ class RoundScheduler:
     def _faster(self, job: str, a: str, b: str) -> bool:
         """Whether ``job`` runs faster on type ``a`` than on ``b``."""
         thr = self._thr.get(job)
-        if thr is None:
-            return self.type_order.index(a) < self.type_order.index(b)
+        if thr is None:  # unknown: never moved
+            return False
         return float(thr.get(a, 0.0)) > float(thr.get(b, 0.0))
 
     def _upgrade(

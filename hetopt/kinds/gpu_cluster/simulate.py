@@ -719,9 +719,12 @@ def _replay_gavel(
         # the allocation, at most every reset interval
         solved = False
         if sched.due(now):
-            a = run.solve(active.copy(), now)
-            sched.set_allocation(_alloc_map(arr, a, active), now)
-            solved = True
+            if active.any():
+                a = run.solve(active.copy(), now)
+                sched.set_allocation(_alloc_map(arr, a, active), now)
+                solved = True
+            else:  # Gavel's policies allocate nothing to no job (and reset the windows)
+                sched.set_allocation({}, now)
         plan = sched.plan(now)
         for unit, (tname, _) in plan.placements.items():
             i = int(str(unit))
