@@ -303,6 +303,20 @@ def test_shipped_throughput_subset_replays_like_the_full_table():
     assert a.jobs["jct_s"].tolist() == b.jobs["jct_s"].tolist()
 
 
+def test_shipped_throughput_subset_is_gavels_table_unchanged():
+    full = Path("/work/shared/data/gavel/physical_cluster_throughputs.json")
+    if not full.exists():
+        pytest.skip("the full Gavel table is not on this machine")
+    src, sub = json.loads(full.read_text()), json.loads(PHYS_TABLE.read_text())
+    types = set(sub["v100"])
+    assert len(types) == 52 and set(sub) == {"k80", "p100", "v100"}
+    for t, rows in sub.items():
+        for jt, entries in rows.items():
+            # solo and every co-location pair among the shipped job types, values unchanged
+            want = {k: v for k, v in src[t][jt].items() if k == "null" or k in types}
+            assert entries == want
+
+
 def test_gavel_arrivals_wait_for_the_reset_interval():
     # 1 GPU; A at 0, B at 100, C at 500, all long. Recomputes: t = 0 (A); t = 360 (B:
     # no reset after time 0 yet, so at once); C must wait until 1,920 s after 360: the

@@ -483,6 +483,7 @@ def plot_jct_cdf(
     *,
     label: str | None = None,
     log_x: bool = False,
+    unit: str = "s",
 ) -> Axes:
     """Empirical CDF of job completion times (JCT), e.g. from trace replay.
 
@@ -499,6 +500,9 @@ def plot_jct_cdf(
         Legend label when ``jcts`` is a single series.
     log_x
         Logarithmic time axis (JCTs often span orders of magnitude).
+    unit
+        Time unit of the axis and the legend's means: ``"s"`` (default), ``"min"`` or
+        ``"h"`` (the JCTs given are always seconds).
 
     Returns
     -------
@@ -512,14 +516,17 @@ def plot_jct_cdf(
         curves = {label or "jobs": _jct_values(jcts)}
     if not curves:
         raise UsageError("plot_jct_cdf: no JCT series given")
+    scale = {"s": 1.0, "min": 60.0, "h": 3600.0}.get(unit)
+    if scale is None:
+        raise UsageError(f"plot_jct_cdf: unit must be 's', 'min' or 'h', got {unit!r}")
     ax = _new_axes(ax, (6.0, 4.5))
     for name, values in curves.items():
-        done = np.sort(values[np.isfinite(values)])
+        done = np.sort(values[np.isfinite(values)]) / scale
         unfinished = len(values) - len(done)
         if len(done) == 0:
             raise UsageError(f"plot_jct_cdf: series {name!r} has no finished job")
         frac = np.arange(1, len(done) + 1) / len(values)
-        text = f"{name} (mean {np.mean(done):.4g} s"
+        text = f"{name} (mean {np.mean(done):.4g} {unit}"
         text += f", {unfinished} unfinished)" if unfinished else ")"
         ax.step(
             np.concatenate(([done[0]], done)),
@@ -529,7 +536,7 @@ def plot_jct_cdf(
         )
     if log_x:
         ax.set_xscale("log")
-    ax.set_xlabel("job completion time (s)")
+    ax.set_xlabel(f"job completion time ({unit})")
     ax.set_ylabel("fraction of jobs")
     ax.set_ylim(0.0, 1.02)
     ax.grid(alpha=0.3)
