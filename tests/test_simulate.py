@@ -246,18 +246,19 @@ def replay_physical(trace: str, **kw) -> tuple:
 
 
 @pytest.mark.parametrize(
-    ("reference", "agnostic", "min_corr"),
+    ("reference", "agnostic", "min_corr", "max_median_err"),
     [
-        ("phys_max_min_fairness__max_min_fairness_perf", False, 0.98),
-        ("phys_max_min_fairness__max_min_fairness", True, 0.95),
+        ("phys_max_min_fairness__max_min_fairness_perf", False, 0.98, 0.03),
+        ("phys_max_min_fairness__max_min_fairness", True, 0.95, 0.06),
     ],
 )
 def test_gavel_mechanism_matches_gavels_simulator_on_the_physical_las_trace(
-    reference, agnostic, min_corr
+    reference, agnostic, min_corr, max_median_err
 ):
     # issue 18's contract: mean JCT and makespan within 3 % of Gavel's own simulator run
     # unchanged (instances/gpu_cluster/gavel_reference/), per-job correlation >= 0.98
-    # (aware) / 0.95 (agnostic). Measured: -0.6 % / +0.3 %, 0.999 and -1.5 % / +0.4 %, 0.995
+    # (aware) / 0.95 (agnostic). Measured (mean / makespan, correlation): -0.5 % / +0.3 %,
+    # 0.999 and -1.5 % / +1.4 %, 0.994; per job, the median |JCT error| is 1.6 % / 3.9 %
     res, _, _ = replay_physical("max_min_fairness", agnostic=agnostic, mechanism="gavel")
     ref = gavel_reference(reference)
     jct = res.jobs["jct_s"].to_numpy()
@@ -265,6 +266,7 @@ def test_gavel_mechanism_matches_gavels_simulator_on_the_physical_las_trace(
     assert res.summary["mean_jct_s"] == pytest.approx(ref["jct_s"].mean(), rel=0.03)
     assert res.summary["makespan_s"] == pytest.approx(ref["completion_time_s"].max(), rel=0.03)
     assert np.corrcoef(jct, ref["jct_s"].to_numpy())[0, 1] >= min_corr
+    assert np.median(np.abs(jct / ref["jct_s"].to_numpy() - 1.0)) <= max_median_err
     assert res.summary["mechanism"] == "gavel" and res.summary["reset_interval_s"] == 1920.0
 
 
