@@ -21,6 +21,7 @@ from hetopt.kinds.gpu_cluster.simulate import (
     GAVEL_JOB_TABLE,
     SUMMARY_KEYS,
     TIMELINE_COLUMNS,
+    LoanCurve,
     gavel_trace,
     generate_trace,
     idle_while_waiting,
@@ -592,3 +593,76 @@ def test_space_sharing_replay_pairs_jobs():
     assert idle_while_waiting(res, records, PHYSICAL).empty
     with pytest.raises(UsageError, match="space sharing"):
         simulate(records, PHYSICAL, space_sharing=True, mechanism="gavel")
+
+
+# ------------------------------------------------- loaned inference GPUs (issue 17, Lyra)
+def test_loan_curve_steps_repeat_and_bad_input():
+    c = LoanCurve.diurnal({"v100": 16})
+    assert c.steps == 24 and c.step_s == 3600.0
+    assert c.at(3 * 3600.0) == {"v100": 16} and c.at(15 * 3600.0) == {"v100": 0}
+    assert c.at(86_400.0 + 3 * 3600.0) == {"v100": 16}  # every day again
+    assert c.peak() == {"v100": 16}
+    assert c.gpu_seconds(0.0, 86_400.0) == pytest.approx(3600.0 * sum(c.gpus["v100"]))
+    once = LoanCurve(100.0, {"g": (2, 1)}, repeat=False)
+    assert once.at(1e6) == {"g": 1} and once.gpu_seconds(50.0, 250.0) == pytest.approx(250.0)
+    for bad in ({"g": ()}, {"g": (1,), "h": (1, 2)}, {"g": (-1,)}, {"g": (0.5,)}):
+        with pytest.raises(UsageError, match="loan curve"):
+            LoanCurve(100.0, bad)
+    with pytest.raises(UsageError, match="step_s"):
+        LoanCurve(0.0, {"g": (1,)})
+
+
+def test_loaned_gpu_runs_a_waiting_job_hand_computed():
+    # two 360 s jobs, one owned GPU: 360 s and 720 s; a second GPU lent for the first
+    # round: both finish at 360 s; the lent GPU-time is counted in the utilisation
+    records = [rec(720), rec(720)]
+    alone = simulate(records, {"g": 1}, table=TINY)
+    assert sorted(alone.jobs["finish_s"]) == pytest.approx([360.0, 720.0])
+    lent = LoanCurve(360.0, {"g": (1, 0)}, repeat=False)
+    res = simulate(records, {"g": 1}, table=TINY, loanable=lent)
+    assert res.jobs["finish_s"].tolist() == pytest.approx([360.0, 360.0])
+    assert res.summary["loaned_gpu_s"] == pytest.approx(360.0)
+    assert res.summary["utilization"] == pytest.approx(1.0)
+
+
+def test_loan_curve_lowers_jcts_within_the_lent_capacity_and_stays_work_conserving():
+    records = load_trace(TRACE)[:40]
+    curve = LoanCurve(1800.0, {"v100": (8, 0, 4, 12), "k80": (0, 8, 0, 0)})
+    base = simulate(records, PHYSICAL)
+    none = simulate(records, PHYSICAL, loanable=LoanCurve(3600.0, {"v100": (0,)}))
+    assert none.jobs["jct_s"].tolist() == base.jobs["jct_s"].tolist()  # lending 0 changes nothing
+    res = simulate(records, PHYSICAL, loanable=curve, record_leases=True)
+    assert res.summary["completed_jobs"] == 40
+    assert res.summary["mean_jct_s"] < base.summary["mean_jct_s"]  # measured 2.87 h vs 3.32 h
+    assert res.summary["solves"] > base.summary["solves"]  # re-solved when the loan changed
+    start = res.jobs["arrival_s"].min()
+    lent = curve.gpu_seconds(start, start + res.summary["makespan_s"])
+    assert res.summary["loaned_gpu_s"] == pytest.approx(lent)
+    # never more GPUs in use than owned + lent, never a GPU idle while a job that fits waits
+    assert idle_while_waiting(res, records, PHYSICAL, loanable=curve).empty
+    assert (res.leases["worker_type"] == "v100").any()
+
+
+def test_loan_curve_through_the_kind_policy_and_refusals():
+    records = load_trace(TRACE)[:12]
+    curve = LoanCurve.diurnal({"p100": 8}, period_s=7200.0, step_s=600.0)
+    res = simulate(records, PHYSICAL, "finish_time_fairness", loanable=curve)
+    assert res.summary["completed_jobs"] == 12 and res.summary["loaned_gpu_s"] > 0
+    with pytest.raises(UsageError, match="loan curve"):
+        simulate(records, PHYSICAL, mechanism="gavel", loanable=curve)
+    with pytest.raises(UsageError, match="loan curve"):
+        simulate(records, PHYSICAL, progress="fluid", loanable=curve)
+
+
+def test_cli_loanable_diurnal_curve():
+    runner = CliRunner()
+    args = ["simulate", TRACE, "--workers", "k80=24,p100=16,v100=8", "-q"]
+    out = runner.invoke(main, [*args, "--loanable", "v100=8", "--loan-period-s", "14400"])
+    assert out.exit_code == 0, out.output
+    assert "loaned GPU time" in out.output
+    out = runner.invoke(main, [*args, "--loanable", "v100=8", "--json"])
+    assert json.loads(out.output)["summary"]["loaned_gpu_s"] > 0
+    out = runner.invoke(main, [*args, "--loanable", "v100=x"])
+    assert out.exit_code == 2 and "--loanable" in out.output
+    out = runner.invoke(main, [*args, "--loanable", "v100=8", "--mechanism", "gavel"])
+    assert out.exit_code == 2 and "--loanable" in out.output

@@ -141,6 +141,18 @@ def convert_trace_cmd(
     "mechanism).",
 )
 @click.option(
+    "--loanable",
+    help="GPUs lent by idle inference servers, TYPE=PEAK,... (Lyra): a daily curve, the most "
+    "at 03:00 and none at 15:00, hourly steps (hetopt mechanism).",
+)
+@click.option(
+    "--loan-period-s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=86_400.0,
+    show_default=True,
+    help="Period of the --loanable curve in seconds.",
+)
+@click.option(
     "--round-s",
     type=click.FloatRange(min=0, min_open=True),
     default=360.0,
@@ -212,6 +224,8 @@ def simulate_cmd(
     reset_interval_s: float,
     gpus_per_server: str | None,
     space_sharing: bool,
+    loanable: str | None,
+    loan_period_s: float,
     round_s: float,
     throughputs: Path | None,
     generate_jobs: int | None,
@@ -240,7 +254,14 @@ def simulate_cmd(
     from ...options import SolveOptions
     from .gavel import load_table
     from .generate import parse_workers
-    from .simulate import gavel_trace, generate_trace, load_trace, plot_jct_cdf, simulate
+    from .simulate import (
+        LoanCurve,
+        gavel_trace,
+        generate_trace,
+        load_trace,
+        plot_jct_cdf,
+        simulate,
+    )
 
     _setup_logging(verbose)
     if (trace is None) == (generate_jobs is None):
@@ -251,10 +272,20 @@ def simulate_cmd(
         raise UsageError("--mechanism gavel places jobs in rounds; drop --progress fluid")
     if mechanism == "gavel" and space_sharing:
         raise UsageError("--space-sharing is replayed by --mechanism hetopt only")
+    if loanable and (mechanism == "gavel" or progress == "fluid"):
+        raise UsageError("--loanable is replayed by --mechanism hetopt in rounds only")
     if plot_file is not None:  # check before a long simulation, not after it
         _check_plot_file(plot_file)
     w = parse_workers(workers)
     gps = _parse_gpus_per_server(gpus_per_server, w) if gpus_per_server else None
+    loan = None
+    if loanable:
+        try:
+            peak = parse_workers(loanable)
+        except Exception as exc:  # the same TYPE=COUNT syntax as --workers
+            raise UsageError(f"--loanable: {exc}") from None
+        step = min(3600.0, loan_period_s)
+        loan = LoanCurve.diurnal(peak, None, loan_period_s, step, loan_period_s / 8.0)
     table = load_table(throughputs)
     if trace is not None:
         records = load_trace(trace, table)
@@ -283,6 +314,7 @@ def simulate_cmd(
                 gpus_per_server=gps,
                 space_sharing=space_sharing,
                 seed=seed,
+                loanable=loan,
                 on_progress=bar.update if bar.enabled else None,
             )
         finally:
@@ -424,3 +456,7 @@ def _echo(s: dict[str, Any], name: str) -> None:
     click.echo(f"  progress model   : {model}")
     if s["failed_jobs"]:
         click.echo(f"  failed (Gavel)   : {s['failed_jobs']} jobs dropped after 5 failed leases")
+    if s.get("loaned_gpu_s"):
+        click.echo(
+            f"  loaned GPU time  : {s['loaned_gpu_s'] / 3600:.1f} GPU-h (idle inference GPUs)"
+        )

@@ -29,6 +29,11 @@ back-filled with waiting jobs, a job finishing inside a round hands its GPUs to 
 waiting job at once and an arriving job starts on an idle GPU at once. Rounds are
 ``round_s`` long (an empty cluster jumps to the next arrival); steps are continuous.
 
+With ``loanable=`` (a :class:`LoanCurve`, ``hetopt`` mechanism) the cluster also borrows
+idle inference GPUs over time, as Lyra (EuroSys'23) does: at a round boundary where the
+lent capacity changed, the round mechanism's cluster and the policy's capacity rows follow
+it and the policy is re-solved; jobs on GPUs taken back are preempted there.
+
 ``progress="fluid"`` instead lets every active job run at its allocated effective
 throughput ``sum_t X[i,t] * thr[i,t]`` steps/s (time-sharing inside a round is not
 placed; re-solves at boundaries where the active set changed).
@@ -81,6 +86,7 @@ SUMMARY_KEYS = (
     "solve_latency_max_over_round",
     "failed_jobs",
     "space_sharing",
+    "loaned_gpu_s",
 )
 """Keys of ``SimResult.summary`` (a fixed contract of ``hetopt simulate --json``; new
 keys are only ever appended)."""
@@ -101,6 +107,89 @@ the policy was re-solved at its start."""
 
 ProgressCallback = Callable[[float, int, int], None]
 """``(simulated time s, jobs finished, jobs in the trace)``, called after every round."""
+
+
+@dataclass(frozen=True)
+class LoanCurve:
+    """GPUs lent to training over time (Lyra's loanable inference capacity).
+
+    Piecewise constant: during ``[k * step_s, (k + 1) * step_s)`` the cluster may borrow
+    ``gpus[type][k]`` GPUs of ``type`` beside the owned ``workers``; with ``repeat`` the
+    curve starts over every ``len * step_s`` seconds (a daily load), else its last step
+    holds. The replay applies a change at the next round boundary: loaned GPUs taken back
+    preempt the jobs on them (they wait or move, as at any round boundary).
+
+    Examples
+    --------
+    >>> curve = LoanCurve.diurnal({"v100": 16})  # 0 at 15:00, 16 at 03:00, hourly steps
+    >>> curve.at(3 * 3600.0)
+    {'v100': 16}
+    """
+
+    step_s: float
+    gpus: Mapping[str, tuple[int, ...]]
+    repeat: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.step_s > 0 or not math.isfinite(self.step_s):
+            raise UsageError(f"loan curve: step_s must be > 0, got {self.step_s}")
+        lengths = {len(v) for v in self.gpus.values()}
+        if not self.gpus or len(lengths) != 1 or 0 in lengths:
+            raise UsageError("loan curve: one non-empty GPU list per type, all of one length")
+        for t, v in self.gpus.items():
+            if any(int(g) != g or g < 0 for g in v):
+                raise UsageError(f"loan curve: GPUs of {t!r} must be whole numbers >= 0")
+        object.__setattr__(
+            self, "gpus", {str(t): tuple(int(g) for g in v) for t, v in self.gpus.items()}
+        )
+
+    @property
+    def steps(self) -> int:
+        return len(next(iter(self.gpus.values())))
+
+    def _index(self, t: float) -> int:
+        k = max(math.floor(t / self.step_s), 0)
+        return k % self.steps if self.repeat else min(k, self.steps - 1)
+
+    def at(self, t: float) -> dict[str, int]:
+        """GPUs lent at time ``t`` (seconds), by type."""
+        k = self._index(t)
+        return {ty: v[k] for ty, v in self.gpus.items()}
+
+    def peak(self) -> dict[str, int]:
+        """The most GPUs of each type ever lent."""
+        return {ty: max(v) for ty, v in self.gpus.items()}
+
+    def gpu_seconds(self, t0: float, t1: float) -> float:
+        """GPU-seconds lent (all types) over ``[t0, t1]``."""
+        total, t = 0.0, float(t0)
+        while t < t1:
+            nxt = min((math.floor(t / self.step_s) + 1) * self.step_s, t1)
+            total += sum(self.at(t).values()) * (nxt - t)
+            t = nxt
+        return total
+
+    @classmethod
+    def diurnal(
+        cls,
+        peak: Mapping[str, int],
+        trough: Mapping[str, int] | None = None,
+        period_s: float = 86_400.0,
+        step_s: float = 3_600.0,
+        peak_at_s: float = 3 * 3_600.0,
+    ) -> LoanCurve:
+        """A daily curve: inference load is lowest at ``peak_at_s`` (most GPUs lent,
+        ``peak``) and highest half a period later (``trough``, default 0), a cosine in
+        between, rounded to whole GPUs per step."""
+        n = max(round(period_s / step_s), 1)
+        low = trough or {}
+        mid = (np.arange(n) + 0.5) * step_s
+        wave = (0.5 * (1.0 + np.cos(2.0 * math.pi * (mid - peak_at_s) / period_s))).tolist()
+        gpus = {
+            t: tuple(round(low.get(t, 0) + (p - low.get(t, 0)) * w) for w in wave)
+            for t, p in peak.items()
+        }
+        return cls(period_s / n, gpus, True)
 
 
 @dataclass
@@ -332,6 +421,10 @@ class _Policy:
     def allocate(self, active: np.ndarray, remaining: np.ndarray, now: float) -> _Allocation:
         raise NotImplementedError
 
+    def set_capacity(self, capacity: np.ndarray) -> None:
+        """GPUs per type from now on (a loan curve changed the cluster)."""
+        raise UsageError("this policy replays a fixed cluster only (no loan curve)")
+
 
 def _interior(options: SolveOptions) -> SolveOptions:
     """Interior point without crossover: a point inside the optimal face (as ECOS's)."""
@@ -356,8 +449,25 @@ class _LiveMaxMin(_Policy):
             jobs=np.arange(arr.num_jobs),
         )
         self.lp = PersistentMaxMin(problem, options)
+        self.scale = arr.scale
+        self.fits = allowed
+        self.capacity = arr.workers.astype(float)
+
+    def set_capacity(self, capacity: np.ndarray) -> None:
+        """Change the capacity rows' upper bounds in the live LP."""
+        lp = self.lp
+        hm = lp.live.highs_model
+        rows = np.array([hm.row(lp.model.c_capacity[k]) for k in range(len(capacity))])
+        h = hm.highs
+        h.changeRowsBounds(
+            len(rows), rows.astype(np.int32), np.full(len(rows), -np.inf), capacity.astype(float)
+        )
+        self.capacity = capacity.astype(float)
 
     def allocate(self, active: np.ndarray, remaining: np.ndarray, now: float) -> _Allocation:
+        # a job that fits on no type of the cluster as it is now waits outside the LP
+        # (else its fairness row would hold everyone's level down)
+        active = active & (self.fits & (self.scale[:, None] <= self.capacity[None, :])).any(axis=1)
         self.lp.set_active(active)
         sol = self.lp.solve()
         if not sol.status.has_solution:
@@ -474,12 +584,23 @@ class _KindPolicy(_Policy):
         self.data = inst.to_dict()
         self.arrival = np.array([j.arrival_s or 0.0 for j in inst.jobs])
         self.throughputs = throughputs
+        self.capacity: np.ndarray | None = None
+
+    def set_capacity(self, capacity: np.ndarray) -> None:
+        self.capacity = np.asarray(capacity, dtype=int)
 
     def allocate(self, active: np.ndarray, remaining: np.ndarray, now: float) -> _Allocation:
         from .data import GpuClusterInstance
 
         arr = self.inst.arrays
+        data = self.data
+        if self.capacity is not None:  # jobs that fit nowhere now wait outside the solve
+            cap = self.capacity
+            data = {**data, "workers": {t: int(c) for t, c in zip(arr.types, cap, strict=True)}}
+            active = active & ((arr.thr > 0) & (arr.scale[:, None] <= cap[None, :])).any(axis=1)
         idx = np.nonzero(active)[0]
+        if len(idx) == 0:
+            return _Allocation(np.zeros((arr.num_jobs, len(arr.types))), 0.0)
         jobs = []
         for i in idx:
             job = dict(self.data["jobs"][i])
@@ -497,7 +618,7 @@ class _KindPolicy(_Policy):
                 else:
                     job.pop("deadline_s")
             jobs.append(job)
-        sub = GpuClusterInstance.from_dict({**self.data, "jobs": jobs})
+        sub = GpuClusterInstance.from_dict({**data, "jobs": jobs})
         kw = {"agnostic": True} if self.agnostic else {}
         res = self.kind.solve(sub, self.policy, self.options, **kw)
         if not res.status.has_solution:
@@ -594,6 +715,7 @@ class _Run:
     rounds: int = 0
     timeline: list[tuple[Any, ...]] = field(default_factory=list)
     leases: list[tuple[Any, ...]] = field(default_factory=list)
+    loan: LoanCurve | None = None
 
     def solve(self, active: np.ndarray, now: float) -> _Allocation:
         t0 = time.perf_counter()
@@ -778,8 +900,20 @@ def _replay_hetopt(
     arr = run.inst.arrays
     n = arr.num_jobs
     round_s = run.round_s
+    owned = {t: int(workers.get(t, 0)) for t in arr.types}
+    loan = run.loan
+
+    def cluster_at(t: float) -> dict[str, int]:
+        if loan is None:
+            return owned
+        lent = loan.at(t)
+        return {ty: owned[ty] + lent.get(ty, 0) for ty in arr.types}
+
+    cap = cluster_at(float(run.arrival.min()))
+    if loan is not None:
+        run.policy.set_capacity(np.array([cap[ty] for ty in arr.types]))
     sched = RoundScheduler(
-        workers,
+        cap,
         round_s=round_s,
         gpus_per_server=gpus_per_server,
         mechanism="hetopt",
@@ -791,7 +925,7 @@ def _replay_hetopt(
     pos = {j: i for i, j in enumerate(arr.job_ids)}
     order = np.argsort(run.arrival, kind="stable")
     active = np.zeros(n, dtype=bool)
-    gpus_total = float(arr.workers.sum())
+    gpus_total = float(sum(cap.values()))
     running: dict[Unit, _Lease] = {}
     heap: list[tuple[float, int, Unit]] = []
     seq = 0
@@ -863,6 +997,13 @@ def _replay_hetopt(
                 break
             t = float(run.arrival[order[qi]])  # an empty cluster: jump to the next arrival
             continue
+        if loan is not None:
+            now_cap = cluster_at(t)
+            if now_cap != cap:  # loaned GPUs lent or taken back: re-place and re-solve
+                cap = now_cap
+                sched.update_workers(cap)
+                run.policy.set_capacity(np.array([cap[ty] for ty in arr.types]))
+                gpus_total = float(sum(cap.values()))
         solved = False
         if sched.due(t):
             a = run.solve(active.copy(), t)
@@ -987,6 +1128,7 @@ def simulate(
     seed: int = 0,
     record_leases: bool = False,
     on_progress: ProgressCallback | None = None,
+    loanable: LoanCurve | None = None,
 ) -> SimResult:
     """Replay a trace under a ``gpu_cluster`` policy and measure job completion times.
 
@@ -1032,6 +1174,12 @@ def simulate(
         Keep every stretch of run time in ``SimResult.leases``.
     on_progress
         Called after every round with ``(simulated s, jobs finished, jobs)``.
+    loanable
+        GPUs the cluster may borrow over time beside ``workers`` (Lyra's idle inference
+        GPUs, e.g. :meth:`LoanCurve.diurnal`; ``hetopt`` mechanism, rounds). Changes take
+        effect at round boundaries: the policy is re-solved for the new cluster and jobs on
+        GPUs taken back are preempted. ``summary["loaned_gpu_s"]`` is the GPU-time lent and
+        ``utilization`` counts owned and lent GPUs.
 
     Returns
     -------
@@ -1052,8 +1200,14 @@ def simulate(
         raise UsageError("the gavel mechanism places jobs in rounds: drop progress='fluid'")
     if space_sharing and mechanism == "gavel":
         raise UsageError("space sharing is replayed by the hetopt mechanism only")
+    if loanable is not None and (mechanism == "gavel" or mode == "fluid"):
+        raise UsageError("a loan curve is replayed by the hetopt mechanism in rounds only")
     options = options or SolveOptions(threads=1)
-    inst = trace_instance(records, workers, table, colocation=space_sharing)
+    cluster = {str(t): int(c) for t, c in workers.items()}
+    if loanable is not None:  # the instance spans every GPU that may ever be there
+        for t, g in loanable.peak().items():
+            cluster[t] = cluster.get(t, 0) + g
+    inst = trace_instance(records, cluster, table, colocation=space_sharing)
     arr = inst.arrays
     n = arr.num_jobs
     pol = _make_policy(inst, policy, agnostic, options, mechanism, persistent)
@@ -1068,6 +1222,7 @@ def simulate(
         on_progress=on_progress,
         record_leases=record_leases,
         failed=np.zeros(n, dtype=bool),
+        loan=loanable,
     )
     w = {t: int(c) for t, c in workers.items()}
     if mode == "fluid":
@@ -1105,6 +1260,10 @@ def _result(
     ok = ~np.isnan(jct)
     start = float(arrival.min())
     makespan = float(np.nanmax(finish) - start) if ok.any() else math.nan
+    loaned = 0.0
+    if run.loan is not None and ok.any():
+        loaned = run.loan.gpu_seconds(start, start + makespan)
+    owned = float(arr.workers.sum()) - (sum(run.loan.peak().values()) if run.loan else 0.0)
     lat = np.array(run.latencies) if run.latencies else np.array([math.nan])
     round_s = run.round_s
     summary = {
@@ -1112,7 +1271,7 @@ def _result(
         "median_jct_s": float(np.median(jct[ok])) if ok.any() else math.nan,
         "p95_jct_s": float(np.percentile(jct[ok], 95)) if ok.any() else math.nan,
         "makespan_s": makespan,
-        "utilization": run.busy_gpu_s / (float(arr.workers.sum()) * makespan)
+        "utilization": run.busy_gpu_s / (owned * makespan + loaned)
         if ok.any() and makespan > 0
         else math.nan,
         "num_jobs": arr.num_jobs,
@@ -1132,6 +1291,7 @@ def _result(
         "solve_latency_max_over_round": float(np.max(lat)) / round_s,
         "failed_jobs": int(run.failed.sum()),
         "space_sharing": bool(space_sharing),
+        "loaned_gpu_s": loaned,
     }
     timeline = pd.DataFrame(run.timeline, columns=list(TIMELINE_COLUMNS))
     leases = None
@@ -1147,16 +1307,24 @@ def idle_while_waiting(
     records: Sequence[Mapping[str, Any]],
     workers: Mapping[str, int],
     table: Any = None,
+    loanable: LoanCurve | None = None,
 ) -> pd.DataFrame:
     """Every moment a GPU type had enough idle GPUs for a waiting job that can run on it.
 
-    Reads only the trace, the cluster and ``sim.leases`` (``record_leases=True``), not
+    Reads only the trace, the cluster (with ``loanable``: the GPUs lent at the start of
+    the round, from ``sim.timeline``) and ``sim.leases`` (``record_leases=True``), not
     the mechanism's state: an independent check of work conservation. Returns one row per
-    violation: ``time_s, job, worker_type, idle_gpus, scale_factor``.
+    violation: ``time_s, job, worker_type, idle_gpus, scale_factor`` (``idle_gpus`` < 0:
+    more GPUs in use than the cluster had).
     """
     if sim.leases is None:
         raise UsageError("idle_while_waiting needs a replay with record_leases=True")
-    arr = trace_instance(records, workers, table).arrays
+    cluster = {str(t): int(c) for t, c in workers.items()}
+    for t, g in (loanable.peak() if loanable is not None else {}).items():
+        cluster[t] = cluster.get(t, 0) + g
+    arr = trace_instance(records, cluster, table).arrays
+    owned = np.array([float(workers.get(t, 0)) for t in arr.types])
+    round_starts = np.sort(sim.timeline["start_s"].to_numpy(dtype=float))
     le = sim.leases
     job = le["job"].astype(str).to_numpy()
     other = le["other_job"].astype(str).to_numpy()
@@ -1174,12 +1342,20 @@ def idle_while_waiting(
     for tau in times[times < last]:
         on = (starts <= tau) & (ends > tau)
         busy = {t: float(gpus[on & counts & (typ == t)].sum()) for t in arr.types}
+        cap = owned
+        if loanable is not None and len(round_starts):
+            r0 = round_starts[max(int(np.searchsorted(round_starts, tau, side="right")) - 1, 0)]
+            lent = loanable.at(float(r0))
+            cap = owned + np.array([float(lent.get(t, 0)) for t in arr.types])
+        for k, t in enumerate(arr.types):
+            if busy[t] > cap[k] + 1e-9:
+                rows.append((float(tau), "", t, round(float(cap[k]) - busy[t]), 0))
         running = set(job[on])
         for i in np.nonzero((arrival <= tau) & (finish > tau))[0]:
             if arr.job_ids[i] in running:
                 continue
             for k, t in enumerate(arr.types):
-                idle = round(float(arr.workers[k]) - busy[t])
+                idle = round(float(cap[k]) - busy[t])
                 if arr.thr[i, k] > 0 and idle >= arr.scale[i]:
                     rows.append((float(tau), arr.job_ids[i], t, idle, int(arr.scale[i])))
     return pd.DataFrame(rows, columns=["time_s", "job", "worker_type", "idle_gpus", "scale_factor"])
