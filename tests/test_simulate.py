@@ -648,6 +648,12 @@ def test_loan_curve_through_the_kind_policy_and_refusals():
     curve = LoanCurve.diurnal({"p100": 8}, period_s=7200.0, step_s=600.0)
     res = simulate(records, PHYSICAL, "finish_time_fairness", loanable=curve)
     assert res.summary["completed_jobs"] == 12 and res.summary["loaned_gpu_s"] > 0
+    # a type the cluster owns none of, lent half of the time
+    owned = {"k80": 24, "p100": 16}
+    v100 = LoanCurve(1800.0, {"v100": (8, 0)})
+    res = simulate(records, owned, loanable=v100, record_leases=True)
+    assert res.summary["completed_jobs"] == 12
+    assert idle_while_waiting(res, records, owned, loanable=v100).empty
     with pytest.raises(UsageError, match="loan curve"):
         simulate(records, PHYSICAL, mechanism="gavel", loanable=curve)
     with pytest.raises(UsageError, match="loan curve"):
