@@ -250,6 +250,16 @@ def test_plot_jct_cdf_from_table_and_errors():
         plot_jct_cdf([float("nan")])
 
 
+def test_plot_jct_cdf_in_hours():
+    ax = plot_jct_cdf({"a": [3600.0, 7200.0]}, unit="h")
+    assert list(ax.get_lines()[0].get_xdata()) == [1.0, 1.0, 2.0]
+    assert ax.get_xlabel() == "job completion time (h)"
+    assert "mean 1.5 h" in ax.get_lines()[0].get_label()
+    plt.close(ax.figure)
+    with pytest.raises(hetopt.UsageError, match="unit"):
+        plot_jct_cdf([1.0], unit="days")
+
+
 # -- utilisation ----------------------------------------------------------------------------
 
 

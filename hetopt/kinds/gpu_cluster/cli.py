@@ -115,6 +115,44 @@ def convert_trace_cmd(
 )
 @click.option("--agnostic", is_flag=True, help="Heterogeneity-agnostic variant of the policy.")
 @click.option(
+    "--mechanism",
+    type=click.Choice(["hetopt", "gavel"]),
+    default="hetopt",
+    show_default=True,
+    help="Round mechanism: hetopt (work-conserving: re-solves on every change, back-fills "
+    "idle GPUs at once) or gavel (Gavel's simulator rule by rule, to reproduce its numbers).",
+)
+@click.option(
+    "--reset-interval-s",
+    type=click.FloatRange(min=0),
+    default=1920.0,
+    show_default=True,
+    help="gavel: least time between two allocation recomputes (arrivals wait).",
+)
+@click.option(
+    "--gpus-per-server",
+    help="GPUs per server, TYPE=COUNT,... (e.g. v100=4,p100=4,k80=8); default: one server "
+    "per type.",
+)
+@click.option(
+    "--space-sharing",
+    is_flag=True,
+    help="Let the policy pair jobs on the same GPUs (max_min_fairness, makespan; hetopt "
+    "mechanism).",
+)
+@click.option(
+    "--loanable",
+    help="GPUs lent by idle inference servers, TYPE=PEAK,... (Lyra): a daily curve, the most "
+    "at 03:00 and none at 15:00, hourly steps (hetopt mechanism).",
+)
+@click.option(
+    "--loan-period-s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=86_400.0,
+    show_default=True,
+    help="Period of the --loanable curve in seconds.",
+)
+@click.option(
     "--round-s",
     type=click.FloatRange(min=0, min_open=True),
     default=360.0,
@@ -138,84 +176,149 @@ def convert_trace_cmd(
     show_default=True,
     help="Arrivals per hour of a generated trace.",
 )
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option(
+    "--generator",
+    type=click.Choice(["hetopt", "gavel"]),
+    default="hetopt",
+    show_default=True,
+    help="How --generate-jobs draws jobs: hetopt's generator, or exactly Gavel's random "
+    "streams (the same jobs as Gavel's simulator for the same --seed).",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Seed of a generated trace and of the gavel mechanism's type shuffler.",
+)
 @click.option("--max-rounds", type=click.IntRange(min=1), default=1_000_000, show_default=True)
 @click.option(
     "--progress",
     type=click.Choice(["auto", "rounds", "fluid"]),
     default="auto",
     show_default=True,
-    help="rounds: Gavel's per-round placements (hetopt.kinds.gpu_cluster.rounds); "
-    "fluid: allocated rates.",
+    help="rounds: per-round placements by the round mechanism "
+    "(hetopt.kinds.gpu_cluster.rounds); fluid: allocated rates.",
 )
 @click.option(
     "--compare",
     is_flag=True,
     help="Also run the heterogeneity-agnostic variant and report the JCT ratio.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print {summary, jobs} as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print {summary, jobs, timeline} as JSON.")
 @click.option(
     "--plot",
     "plot_file",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write a JCT CDF plot (PNG/PDF/SVG).",
 )
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar on stderr.")
+@click.option("-v", "--verbose", count=True, help="Show the HiGHS log on stderr (-vv: debug).")
 @handle_errors
 def simulate_cmd(
     trace: Path | None,
     policy: str,
     workers: str,
     agnostic: bool,
+    mechanism: str,
+    reset_interval_s: float,
+    gpus_per_server: str | None,
+    space_sharing: bool,
+    loanable: str | None,
+    loan_period_s: float,
     round_s: float,
     throughputs: Path | None,
     generate_jobs: int | None,
     arrival_rate: float,
+    generator: str,
     seed: int,
     max_rounds: int,
     progress: str,
     compare: bool,
     as_json: bool,
     plot_file: Path | None,
+    quiet: bool,
+    verbose: int,
 ) -> None:
     """Replay a Gavel-format TRACE (or a generated one) in rounds and report JCTs.
 
-    Each round either Gavel's round mechanism places jobs (--progress rounds) or every
-    job runs at its allocated effective throughput (--progress fluid). Reports mean,
-    median and p95 job completion time, makespan, utilisation and solve latency against
-    the round length. --json prints {"summary": {...}, "jobs": [...]} (with --compare
-    also "agnostic": {"summary": {...}} and "mean_jct_ratio_agnostic_over_aware").
+    --mechanism gavel reproduces Gavel's simulator (per-type queues, priorities since the
+    last allocation reset, recompute at most every --reset-interval-s, leases, placement on
+    servers); the default hetopt mechanism is work-conserving. Reports mean, median and p95
+    job completion time, makespan, utilisation, solves and solve latency against the round
+    length. --json prints {"summary": {...}, "jobs": [...], "timeline": [...]} (with
+    --compare also "agnostic": {"summary", "jobs", "timeline"} and
+    "mean_jct_ratio_agnostic_over_aware"). A progress bar goes to stderr when it is a
+    terminal (--quiet: none).
     """
     from ...options import SolveOptions
     from .gavel import load_table
     from .generate import parse_workers
-    from .simulate import generate_trace, load_trace, plot_jct_cdf, simulate
+    from .simulate import (
+        LoanCurve,
+        gavel_trace,
+        generate_trace,
+        load_trace,
+        plot_jct_cdf,
+        simulate,
+    )
 
+    _setup_logging(verbose)
     if (trace is None) == (generate_jobs is None):
         raise UsageError("give either a TRACE file or --generate-jobs N (not both)")
     if compare and agnostic:
         raise UsageError("--compare already runs the agnostic variant; drop --agnostic")
+    if mechanism == "gavel" and progress == "fluid":
+        raise UsageError("--mechanism gavel places jobs in rounds; drop --progress fluid")
+    if mechanism == "gavel" and space_sharing:
+        raise UsageError("--space-sharing is replayed by --mechanism hetopt only")
+    if loanable and (mechanism == "gavel" or progress == "fluid"):
+        raise UsageError("--loanable is replayed by --mechanism hetopt in rounds only")
     if plot_file is not None:  # check before a long simulation, not after it
         _check_plot_file(plot_file)
     w = parse_workers(workers)
+    gps = _parse_gpus_per_server(gpus_per_server, w) if gpus_per_server else None
+    loan = None
+    if loanable:
+        try:
+            peak = parse_workers(loanable)
+        except Exception as exc:  # the same TYPE=COUNT syntax as --workers
+            raise UsageError(f"--loanable: {exc}") from None
+        step = min(3600.0, loan_period_s)
+        loan = LoanCurve.diurnal(peak, None, loan_period_s, step, loan_period_s / 8.0)
     table = load_table(throughputs)
     if trace is not None:
         records = load_trace(trace, table)
     else:
         assert generate_jobs is not None
-        records = generate_trace(generate_jobs, w, arrival_rate, seed)
+        if generator == "gavel":
+            records = gavel_trace(generate_jobs, arrival_rate, seed, table=table)
+        else:
+            records = generate_trace(generate_jobs, w, arrival_rate, seed)
 
     def run(agn: bool) -> Any:
-        return simulate(
-            records,
-            w,
-            policy,
-            agn,
-            round_s,
-            SolveOptions(threads=1),
-            table,
-            max_rounds=max_rounds,
-            progress=progress,
-        )
+        bar = _ProgressBar(f"{policy}{' (agnostic)' if agn else ''}", quiet)
+        try:
+            return simulate(
+                records,
+                w,
+                policy,
+                agn,
+                round_s,
+                SolveOptions(threads=1),
+                table,
+                max_rounds=max_rounds,
+                progress=progress,
+                mechanism=mechanism,
+                reset_interval_s=reset_interval_s,
+                gpus_per_server=gps,
+                space_sharing=space_sharing,
+                seed=seed,
+                loanable=loan,
+                on_progress=bar.update if bar.enabled else None,
+            )
+        finally:
+            bar.close()
 
     res = run(agnostic)
     other = run(True) if compare else None
@@ -234,7 +337,7 @@ def simulate_cmd(
     if as_json:
         out = res.to_dict()
         if other is not None:
-            out["agnostic"] = {"summary": other.to_dict()["summary"]}
+            out["agnostic"] = other.to_dict()
             out["mean_jct_ratio_agnostic_over_aware"] = ratio
         click.echo(json.dumps(out, indent=1, allow_nan=False))
         return
@@ -244,6 +347,71 @@ def simulate_cmd(
         click.echo(f"mean JCT agnostic / heterogeneity-aware: {ratio:.2f}x")
     if plot_file is not None:
         click.echo(f"plot: {plot_file}")
+
+
+def _setup_logging(verbose: int) -> None:
+    """-v: the HiGHS log on stderr; -vv: hetopt's debug messages too (as ``hetopt solve``)."""
+    import logging
+    import sys
+
+    if verbose <= 0:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    target = logging.getLogger("hetopt.solver" if verbose == 1 else "hetopt")
+    target.addHandler(handler)
+    target.setLevel(logging.INFO if verbose == 1 else logging.DEBUG)
+    target.propagate = False
+
+
+def _parse_gpus_per_server(text: str, workers: dict[str, int]) -> dict[str, int]:
+    from .generate import parse_workers
+
+    try:
+        gps = parse_workers(text)
+    except Exception as exc:  # the same TYPE=COUNT syntax as --workers
+        raise UsageError(f"--gpus-per-server: {exc}") from None
+    for t, g in gps.items():
+        if t not in workers:
+            raise UsageError(
+                f"--gpus-per-server: unknown type {t!r}; the cluster has: {', '.join(workers)}"
+            )
+        if g < 1:
+            raise UsageError(f"--gpus-per-server: {t} needs at least 1 GPU per server")
+    return gps
+
+
+class _ProgressBar:
+    """A one-line progress bar on stderr (only when stderr is a terminal)."""
+
+    def __init__(self, label: str, quiet: bool):
+        import sys
+
+        self.label = label
+        self.enabled = not quiet and sys.stderr.isatty()
+        self._last = 0.0
+        self._drawn = False
+
+    def update(self, now_s: float, done: int, total: int) -> None:
+        import time
+
+        t = time.monotonic()
+        if t - self._last < 0.1 and done < total:
+            return
+        self._last = t
+        width = 30
+        fill = int(width * done / max(total, 1))
+        click.echo(
+            f"\r{self.label}: [{'#' * fill}{'.' * (width - fill)}] {done}/{total} jobs, "
+            f"t = {now_s / 3600:.1f} h",
+            err=True,
+            nl=False,
+        )
+        self._drawn = True
+
+    def close(self) -> None:
+        if self._drawn:
+            click.echo("", err=True)
 
 
 def _check_plot_file(path: Path) -> None:
@@ -278,10 +446,17 @@ def _echo(s: dict[str, Any], name: str) -> None:
     click.echo(
         f"  solves           : {s['solves']} (latency p50 {s['solve_latency_p50_s'] * 1e3:.1f} ms, "
         f"p95 {s['solve_latency_p95_s'] * 1e3:.1f} ms = {s['solve_latency_p95_over_round']:.2e} "
-        "of a round)"
+        f"of a round, max {s['solve_latency_max_s'] * 1e3:.1f} ms)"
     )
     model = {
-        "rounds": "rounds (Gavel's per-round placements, hetopt.kinds.gpu_cluster.rounds)",
+        "hetopt": "rounds, hetopt mechanism (work-conserving)",
+        "gavel": f"rounds, Gavel's mechanism (reset interval {s['reset_interval_s']:g} s)",
         "fluid": "fluid (allocated effective throughput per round)",
-    }[s["progress_model"]]
+    }[s["mechanism"]]
     click.echo(f"  progress model   : {model}")
+    if s["failed_jobs"]:
+        click.echo(f"  failed (Gavel)   : {s['failed_jobs']} jobs dropped after 5 failed leases")
+    if s.get("loaned_gpu_s"):
+        click.echo(
+            f"  loaned GPU time  : {s['loaned_gpu_s'] / 3600:.1f} GPU-h (idle inference GPUs)"
+        )

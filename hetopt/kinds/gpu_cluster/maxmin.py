@@ -370,9 +370,12 @@ def build_max_min(problem: MaxMinProblem) -> Built:
     return build(problem.lp())
 
 
-def _read(live: LiveModel, x: np.ndarray, n: int, T: int) -> np.ndarray:
+def _read(
+    live: LiveModel, x: np.ndarray, n: int, T: int, cols: np.ndarray | None = None
+) -> np.ndarray:
     pairs: Pairs = live.layout.pairs
-    cols = live.compiled.columns_of(live.model.alloc, range(len(pairs)))
+    if cols is None:
+        cols = live.compiled.columns_of(live.model.alloc, range(len(pairs)))
     vals = np.zeros(len(pairs))
     ok = cols >= 0
     vals[ok] = x[cols[ok]]
@@ -465,7 +468,7 @@ class PersistentMaxMin:
         timings: dict[str, Any] = {"solve_s": raw.solve_s}
         if not raw.status.has_solution or raw.x is None:
             return MaxMinSolution(np.zeros((n, T)), 0.0, raw.status, raw.termination, timings)
-        X = _read(self.live, raw.x, n, T)
+        X = _read(self.live, raw.x, n, T, self._cols)  # columns cached: one lookup
         X[~self.active] = 0.0
         z = view.value(self.model.z) / self.live.layout.scale
         return MaxMinSolution(X, z, raw.status, raw.termination, timings)

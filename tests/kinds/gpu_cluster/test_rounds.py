@@ -86,3 +86,139 @@ def test_bad_input() -> None:
     with pytest.raises(InstanceError, match="gpus_per_server"):
         RoundScheduler({"a": 2}, {"j": 1}, {"j": {"a": 1.0}}, gpus_per_server={"a": 0})
     assert np.isfinite(RoundScheduler({"a": 2}, {"j": 1}, {"j": {"a": 1.0}}).round_s)
+
+
+# ----------------------------------------------------------------- issue 18
+def test_add_remove_update_keep_the_received_time_history() -> None:
+    rs = RoundScheduler({"a": 2, "b": 2}, {"x": 1, "y": 1}, {"x": {"a": 1.0}, "y": {"b": 1.0}})
+    for _ in range(3):
+        rs.next_round()
+    got = dict(rs.received_s)
+    assert got[("x", "a")] == pytest.approx(3 * 360.0)
+    rs.add_job("z", 2, {"a": 1.0, "b": 0.0})
+    assert rs.due(rs.now) and rs.jobs == ["x", "y", "z"]
+    assert rs.received_s[("x", "a")] == got[("x", "a")]  # history kept
+    rs.set_allocation({"x": {"a": 0.5}, "y": {"b": 1.0}, "z": {"a": 0.5}})
+    assert not rs.due(rs.now)
+    r = rs.next_round()
+    assert set(r.placements["worker_type"][r.placements["job"] == "z"]) <= {"a"}
+    rs.update_workers({"b": 1})  # a node of type b failed
+    assert rs.workers == {"a": 2, "b": 1} and rs.received_s[("y", "b")] >= 3 * 360.0
+    assert rs.due(rs.now)
+    rs.next_round()
+    rs.remove_job("x")
+    assert "x" not in rs.jobs and all(k[0] != "x" for k in rs.received_s)
+    assert rs.received_s[("y", "b")] >= 4 * 360.0
+    with pytest.raises(InstanceError, match="already present"):
+        rs.add_job("y", 1)
+    with pytest.raises(InstanceError, match="unknown worker type"):
+        rs.update_workers({"c": 3})
+
+
+def test_hetopt_backfills_idle_gpus_and_moves_jobs_to_faster_idle_types() -> None:
+    # x allocated only to the slow type k80 while the v100 idles: it moves up; y has no
+    # allocation at all but waits: it is back-filled
+    thr = {"x": {"v100": 3.0, "k80": 1.0}, "y": {"v100": 3.0, "k80": 1.0}}
+    rs = RoundScheduler(
+        {"v100": 1, "k80": 1}, {"x": 1, "y": 1}, {"x": {"k80": 0.5}}, throughputs=thr
+    )
+    plan = rs.plan(0.0)
+    assert plan.placements["x"][0] == "v100" and plan.placements["y"][0] == "k80"
+    assert plan.backfill == frozenset({"x", "y"})  # neither runs on its allocated type
+    # the gavel mechanism follows its queues: v100's queue first, x has priority 0 there
+    # but is back-filled, y waits (it arrived after the allocation: reserved, not placed)
+    gv = RoundScheduler({"v100": 1, "k80": 1}, {"x": 1}, {"x": {"k80": 0.5}},
+                        throughputs=thr, mechanism="gavel")  # fmt: skip
+    gv.add_job("y", 1, thr["y"])
+    plan = gv.plan(0.0)
+    assert plan.placements == {"x": ("v100", ((0, 0),))}
+    assert plan.idle_reserved == (("y", "k80"),)
+
+
+def test_hetopt_backfill_inside_a_round() -> None:
+    rs = RoundScheduler({"a": 2}, {"x": 1, "y": 1, "z": 1},
+                        {"x": {"a": 0.5}, "y": {"a": 0.5}, "z": {"a": 0.5}})  # fmt: skip
+    first = rs.plan(0.0)
+    assert len(first.placements) == 2
+    done = next(iter(first.placements))
+    rs.release(done)
+    rs.remove_job(done)
+    more = rs.backfill(100.0)
+    waiting = {"x", "y", "z"} - set(first.placements)
+    assert set(more.placements) == waiting
+    assert len({g for _, gpus in rs.running.values() for g in gpus}) == 2
+    assert rs.backfill(150.0).placements == {}  # nothing free
+
+
+def test_gavel_priorities_use_the_window_since_the_last_reset() -> None:
+    # Gavel: fraction = (time on the type since the reset + half a round) / the type's
+    # total; priority = allocation / fraction
+    rs = RoundScheduler({"a": 1}, {"x": 1, "y": 1}, mechanism="gavel")
+    rs.set_allocation({"x": {"a": 0.5}, "y": {"a": 0.5}}, now=0.0)
+    assert rs.priorities() == {("x", "a"): pytest.approx(1.0), ("y", "a"): pytest.approx(1.0)}
+    rs.record("x", "a", 360.0)  # x ran one round: x 540 s, y 180 s of 720 s
+    p = rs.priorities()
+    assert p[("x", "a")] == pytest.approx(0.5 / (540 / 720))
+    assert p[("y", "a")] == pytest.approx(0.5 / (180 / 720))
+    assert rs.plan(360.0).placements.keys() == {"y"}
+    # a reset adds what each job should have received minus what it got to its deficit
+    rs.record("y", "a", 360.0)
+    rs.add_job("z", 1)
+    assert not rs.due(1000.0) or rs.last_reset_s == 0.0
+    rs.set_allocation({"x": {"a": 0.2}, "y": {"a": 0.4}, "z": {"a": 0.4}}, now=2000.0)
+    assert rs._deficit[("x", "a")] == pytest.approx(0.5 * 2000 - 360)
+    assert rs._deficit[("z", "a")] == pytest.approx(0.0)
+    assert rs.priorities()[("z", "a")] == pytest.approx(0.4 / (180 / 540))
+    assert not rs.due(2100.0)
+    rs.remove_job("x")
+    assert not rs.due(2000.0 + 1919.0) and rs.due(2000.0 + 1920.0)
+
+
+def test_gavel_shuffles_types_like_gavels_seeded_shuffler() -> None:
+    import random
+
+    rs = RoundScheduler({"k80": 1, "p100": 1, "v100": 1}, {}, mechanism="gavel",
+                        shuffle_types=True, seed=0)  # fmt: skip
+    ref = random.Random(5)
+    for _ in range(5):
+        order = ["v100", "p100", "k80"]
+        ref.shuffle(order)
+        assert rs._order() == order
+    fixed = RoundScheduler({"k80": 1, "p100": 1, "v100": 1}, {}, mechanism="gavel")
+    assert fixed._order() == ["v100", "p100", "k80"]
+
+
+def test_gavel_placement_keeps_gpus_and_strides_over_servers() -> None:
+    # 8 GPUs in servers of 4; a 4-GPU job and four 1-GPU jobs, all allocated fully
+    alloc = {"big": {"a": 1.0}, **{f"s{k}": {"a": 1.0} for k in range(4)}}
+    scale = {"big": 4, **{f"s{k}": 1 for k in range(4)}}
+    rs = RoundScheduler({"a": 8}, scale, alloc, gpus_per_server={"a": 4}, mechanism="gavel")
+    first = rs.next_round().placements
+    big = first[first["job"] == "big"]
+    assert big["server"].nunique() == 1  # biggest first, on one server
+    for _ in range(3):
+        again = rs.next_round().placements
+        assert (
+            again.sort_values(["job", "worker_id"])
+            .reset_index(drop=True)
+            .equals(first.sort_values(["job", "worker_id"]).reset_index(drop=True))
+        )
+    with pytest.raises(InstanceError, match="mechanism"):
+        RoundScheduler({"a": 1}, {}, mechanism="fifo")
+    with pytest.raises(InstanceError, match="other_job"):
+        RoundScheduler({"a": 2}, {"x": 1, "y": 1}, {("x", "y"): {"a": 1.0}}, mechanism="gavel")
+
+
+def test_pairs_share_gpus() -> None:
+    rs = RoundScheduler({"a": 1}, {"x": 1, "y": 1, "z": 1},
+                        {("x", "y"): {"a": 0.6}, "z": {"a": 0.4}})  # fmt: skip
+    seen = []
+    for _ in range(50):
+        r = rs.next_round()
+        seen.append(tuple(sorted(r.jobs)))
+        if len(r.placements) == 2:
+            assert r.placements["worker_id"].nunique() == 1  # two jobs, one GPU
+    assert seen.count(("x", "y")) == pytest.approx(30, abs=2)
+    assert seen.count(("z",)) == pytest.approx(20, abs=2)
+    shares = rs.received_shares().set_index("job")
+    assert shares.loc["x+y", "received"] == pytest.approx(0.6, abs=0.05)
