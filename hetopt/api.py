@@ -5,9 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-import pyomo.environ as pyo
+from typing import TYPE_CHECKING, Any
 
 from . import pipeline
 from .errors import InstanceError
@@ -17,6 +15,9 @@ from .kinds.base import Kind
 from .options import SolveOptions
 from .progress import ProgressCallback
 from .result import Result, Verification
+
+if TYPE_CHECKING:
+    import pyomo.environ as pyo
 
 InstanceLike = InstanceBase | Mapping[str, Any] | str | Path
 

@@ -19,7 +19,9 @@ Exit codes (a fixed contract; other tools rely on them):
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.machinery
 import importlib.util
 import json
 import logging
@@ -86,22 +88,31 @@ class LazyGroup(click.Group):
         super().__init__(*args, **kwargs)
         self.lazy = lazy if lazy is not None else {}
 
+    _listing = False  # True while ``--help`` lists the commands (see format_commands)
+
     def _present(self) -> dict[str, str]:
-        out = {}
-        for name, target in self.lazy.items():
-            module = target.partition(":")[0]
-            try:
-                if importlib.util.find_spec(module) is not None:
-                    out[name] = target
-            except ModuleNotFoundError:
-                pass
-        return out
+        return {n: t for n, t in self.lazy.items() if _find_spec(t.partition(":")[0])}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(self._present()))
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # the listing of ``--help`` describes a command not imported yet from its source,
+        # so that ``hetopt --help`` does not import the kinds (and Pyomo, pandas, ...)
+        self._listing = True
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self._listing = False
+
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         present = self._present()
+        if name in present and self._listing:
+            module, _, attr = present[name].partition(":")
+            if module not in sys.modules:
+                listed = _listed_command(name, module, attr)
+                if listed is not None:
+                    return listed
         if name in present:
             module, _, attr = present[name].partition(":")
             try:
@@ -200,6 +211,63 @@ def _setup_logging(verbose: int, quiet: bool = False) -> None:
         solver.addHandler(_Stderr(logging.INFO))
         solver.setLevel(logging.INFO)
         solver.propagate = False
+
+
+def _find_spec(module: str) -> importlib.machinery.ModuleSpec | None:
+    """The spec of ``module`` without importing its parent packages (``find_spec`` of
+    ``hetopt.kinds.gpu_cluster.cli`` would run the kind's ``__init__``)."""
+    parent = module.rpartition(".")[0]
+    try:
+        if not parent or parent in sys.modules:
+            return importlib.util.find_spec(module)
+        outer = _find_spec(parent)
+        if outer is None or outer.submodule_search_locations is None:
+            return None
+        return importlib.machinery.PathFinder.find_spec(
+            module, list(outer.submodule_search_locations)
+        )
+    except (ModuleNotFoundError, ValueError):
+        return None
+
+
+_HELP_KEYS = ("help", "short_help", "hidden", "deprecated")
+_UNLISTED_KEYS = ("epilog", "context_settings", "options_metavar", "add_help_option")
+
+
+def _listed_command(name: str, module: str, attr: str) -> click.Command | None:
+    """A stand-in for the listing of ``--help``: the command's help as its source
+    declares it (the ``@click.command(...)`` keywords, else the docstring), read
+    without importing; None when the source does not say it plainly (then the command
+    is imported)."""
+    spec = _find_spec(module)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    try:
+        tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == attr:
+            calls = [
+                d
+                for d in node.decorator_list
+                if isinstance(d, ast.Call)
+                and isinstance(d.func, ast.Attribute | ast.Name)
+                and (d.func.attr if isinstance(d.func, ast.Attribute) else d.func.id) == "command"
+            ]
+            if len(calls) != 1:
+                return None
+            attrs: dict[str, Any] = {}
+            for kw in calls[0].keywords:
+                if kw.arg in _UNLISTED_KEYS:
+                    continue
+                if kw.arg not in _HELP_KEYS or not isinstance(kw.value, ast.Constant):
+                    return None  # cls=..., a computed help text, **kwargs: import it
+                attrs[kw.arg] = kw.value.value
+            if attrs.get("help") is None:
+                attrs["help"] = ast.get_docstring(node, clean=False)
+            return click.Command(name, **attrs)
+    return None
 
 
 @click.group(

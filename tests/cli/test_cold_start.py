@@ -1,0 +1,152 @@
+"""Cold start (issue 19): what a fresh interpreter imports for each command.
+
+These tests assert imports, never times: each runs the command line in a new Python
+process and reads ``sys.modules`` afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import hetopt
+from hetopt.cli import LazyGroup, _listed_command, main
+from hetopt.kinds import REGISTRY, load_target
+
+ROOT = Path(hetopt.__file__).resolve().parents[1]
+EXAMPLE = "instances/gpu_cluster/example.json"
+HEAVY = ("pyomo", "highspy", "pandas", "scipy")
+# what Pyomo's deferred-scipy callback imports the moment scipy is first touched
+SCIPY_HOOK = ("scipy.stats", "scipy.integrate", "scipy.spatial")
+
+_RUN = """
+import json, runpy, sys
+sys.argv = ["hetopt", *json.loads(sys.argv[1])]
+code = 0
+try:
+    runpy.run_module("hetopt.cli", run_name="__main__")
+except SystemExit as exc:
+    code = exc.code
+print("\\n" + json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def _fresh(args: list[str]) -> tuple[int, set[str]]:
+    """Run ``hetopt ARGS`` in a new interpreter: (exit code, modules it imported)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUN, json.dumps(args)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out["code"] or 0, set(out["modules"])
+
+
+def _imported(modules: set[str], packages: tuple[str, ...]) -> list[str]:
+    return sorted(p for p in packages if p in modules)
+
+
+def _kind_packages(modules: set[str]) -> list[str]:
+    return sorted(e.module for e in REGISTRY.values() if e.module in modules)
+
+
+@pytest.mark.parametrize("args", [["--help"], ["generate", "--help"], ["convert", "--help"]])
+def test_help_imports_no_solver_stack_and_no_kind(args: list[str]) -> None:
+    code, modules = _fresh(args)
+    assert code == 0
+    assert _imported(modules, HEAVY) == []
+    assert _kind_packages(modules) == []
+
+
+def test_import_hetopt_is_light_and_keeps_every_public_name() -> None:
+    code = (
+        "import sys, hetopt\n"
+        "heavy = [m for m in " + repr(HEAVY) + " if m in sys.modules]\n"
+        "assert heavy == [], heavy\n"
+        "missing = [n for n in hetopt.__all__ if n not in dir(hetopt)]\n"
+        "assert missing == [], missing\n"
+        "from hetopt import *  # noqa: F403\n"
+        "for name in hetopt.__all__:\n"
+        "    exec(f'from hetopt import {name}')\n"
+        "print(hetopt.solve.__module__, hetopt.Result.__module__)\n"
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["hetopt.api", "hetopt.result"]
+
+
+def test_lazy_public_names() -> None:
+    for name in hetopt.__all__:
+        assert getattr(hetopt, name) is not None
+    assert set(hetopt.__all__) <= set(dir(hetopt))
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = hetopt.no_such_name  # type: ignore[attr-defined]
+
+
+def _lazy_groups() -> list[LazyGroup]:
+    groups = [main]
+    groups += [c for c in main.commands.values() if isinstance(c, LazyGroup)]
+    return groups
+
+
+def test_help_listing_matches_the_imported_commands() -> None:
+    """The listing of ``--help`` reads each lazy command's help from its source; it
+    must say what the imported command says."""
+    seen = 0
+    for group in _lazy_groups():
+        for name, target in group.lazy.items():
+            module, _, attr = target.partition(":")
+            listed = _listed_command(name, module, attr)
+            real = load_target(target)
+            assert listed is not None, target
+            assert listed.get_short_help_str(45) == real.get_short_help_str(45), target
+            assert listed.get_short_help_str(200) == real.get_short_help_str(200), target
+            assert listed.hidden == real.hidden
+            seen += 1
+    assert seen >= len(REGISTRY)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["kinds"], ["schema", "gpu_cluster"], ["validate", EXAMPLE]],
+)
+def test_no_pyomo_scipy_hook(args: list[str]) -> None:
+    """Pyomo's deferred-scipy callback (scipy.stats, .integrate, .spatial: most of a
+    cold start) does not fire; hetopt needs scipy.sparse only."""
+    code, modules = _fresh(args)
+    assert code == 0
+    assert _imported(modules, SCIPY_HOOK) == []
+
+
+def test_solve_imports_only_its_kind_and_no_pyomo_scipy_hook() -> None:
+    code, modules = _fresh(["solve", EXAMPLE])
+    assert code == 0
+    assert _kind_packages(modules) == ["hetopt.kinds.gpu_cluster"]
+    assert _imported(modules, SCIPY_HOOK) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 19: every kind's package imports its method modules (Pyomo) and "
+    "hetopt.result (pandas) to define KIND; needs lazy method tables in the kinds",
+)
+@pytest.mark.parametrize("args", [["kinds"], ["schema", "gpu_cluster"], ["validate", EXAMPLE]])
+def test_metadata_commands_import_no_solver_stack(args: list[str]) -> None:
+    code, modules = _fresh(args)
+    assert code == 0
+    assert _imported(modules, HEAVY) == []
