@@ -22,7 +22,7 @@ from .generate import FAMILIES, generate
 from .heuristics import list_schedule
 from .pareto import Pareto
 from .plotting import plot_gantt, plot_pareto
-from .solve import MulticoreParams, Refused, Relaxation, Scheduled
+from .solve import MulticoreParams, Refused, Relaxation, Scheduled, check_formulation
 
 __all__ = [
     "FAMILIES",
@@ -146,6 +146,14 @@ class MulticoreKind(Kind):
         """``relaxation=True`` picks the LP-relaxation method (refused for pareto)."""
         method = METHODS.get((objective, params.relaxation))
         return method if method is not None else super().method_for(objective, instance, params)
+
+    def check(self, instance: MulticoreInstance, objective: str, params: Any) -> None:
+        """Parameter combinations a solve would refuse (usage errors): ``relaxation``
+        for ``pareto``, a ``formulation`` the instance cannot use."""
+        method = self.method_for(objective, instance, params)
+        if isinstance(method, Refused):
+            raise UsageError(method.reason)
+        check_formulation(instance.arrays, params.formulation)
 
     def verify(self, instance: MulticoreInstance, result: Result) -> Verification:
         return V.verify(instance, result.objective, result.objective_value, dict(result.tables))

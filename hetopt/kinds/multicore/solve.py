@@ -81,6 +81,16 @@ GOALS: dict[str, Goal] = {
 """Objective -> what its model minimises and which shortcuts are exact for it."""
 
 
+def check_formulation(arr: MulticoreArrays, formulation: str) -> None:
+    """Refuse (:class:`~hetopt.UsageError`) a formulation the instance cannot use."""
+    if formulation == "assignment" and arr.has_dag:
+        raise UsageError(
+            "formulation 'assignment' is for independent tasks; this instance has predecessors"
+        )
+    if formulation == "time_indexed" and not arr.integer_durations:
+        raise UsageError("formulation 'time_indexed' needs whole-number durations")
+
+
 def make_plan(
     arr: MulticoreArrays,
     objective: str,
@@ -121,12 +131,7 @@ def make_plan(
             formulation = "time_indexed"
         else:
             formulation = "disjunctive"
-    if formulation == "assignment" and arr.has_dag:
-        raise UsageError(
-            "formulation 'assignment' is for independent tasks; this instance has predecessors"
-        )
-    if formulation == "time_indexed" and not integer:
-        raise UsageError("formulation 'time_indexed' needs whole-number durations")
+    check_formulation(arr, formulation)
     return F.Plan(
         formulation=formulation,
         objective=goal.minimise,
