@@ -98,7 +98,7 @@ def simulate_cmd(
     also "agnostic": {"summary": {...}} and "mean_jct_ratio_agnostic_over_aware").
     """
     from ..kinds.gpu_cluster.gavel import load_table
-    from ..kinds.gpu_cluster.generate import parse_workers
+    from ..kinds.gpu_cluster.generate import workers_option
     from ..options import SolveOptions
     from .gpu import generate_trace, load_trace, plot_jct_cdf, simulate
 
@@ -108,7 +108,7 @@ def simulate_cmd(
         raise UsageError("--compare already runs the agnostic variant; drop --agnostic")
     if plot_file is not None:  # check before a long simulation, not after it
         _check_plot_file(plot_file)
-    w = parse_workers(workers)
+    w = workers_option(workers)
     table = load_table(throughputs)
     if trace is not None:
         records = load_trace(trace, table)

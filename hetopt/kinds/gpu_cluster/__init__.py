@@ -23,6 +23,7 @@ from . import formulations as F
 from . import verify as V
 from .data import ClusterArrays, GpuClusterInstance, GpuJob
 from .generate import generate
+from .inputs import check as check_inputs
 from .trace import read_gavel_trace, trace_to_instance
 
 __all__ = [
@@ -167,6 +168,7 @@ class GpuClusterKind(Kind):
         _check_flag("agnostic", agnostic)
         from . import policies as P
 
+        self.check(instance, objective, None)  # what validate checks, in the same order
         multi = {
             "max_min_fairness_water_filling": P.solve_water_filling,
             "finish_time_fairness": P.solve_finish_time_fairness,
@@ -298,6 +300,13 @@ class GpuClusterKind(Kind):
         return Extracted(
             value, {"allocation": allocation, "jobs": jobs}, info, status, termination, bound, gap
         )
+
+    def check(self, instance: GpuClusterInstance, objective: str, params: Any) -> None:
+        """What each objective needs from the instance (:func:`.inputs.check`), and
+        space sharing only for ``max_min_fairness`` and ``makespan``."""
+        if instance.colocation and objective not in ("max_min_fairness", "makespan"):
+            self.build(instance, objective)  # raises the UsageError solve raises
+        check_inputs(instance, objective)
 
     def verify(self, instance: GpuClusterInstance, result: Result) -> Verification:
         if "allocation" not in result.tables:

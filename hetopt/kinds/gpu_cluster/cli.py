@@ -51,9 +51,11 @@ def generate_cmd(
     output: Path | None,
 ) -> None:
     """Sample a gpu_cluster instance the way Gavel's simulator does (measured throughputs)."""
-    from .generate import generate
+    from .generate import generate, workers_option
 
-    inst = generate(num_jobs, workers, seed, not single_gpu, priority_fraction, objective)
+    inst = generate(
+        num_jobs, workers_option(workers), seed, not single_gpu, priority_fraction, objective
+    )
     emit_instance(inst, output, f"{num_jobs} jobs")
 
 
@@ -84,12 +86,11 @@ def convert_trace_cmd(
     """Convert a Gavel physical-cluster trace (10 tab-separated fields) to a gpu_cluster
     instance. Bad lines are reported with their line number (exit 3)."""
     from .gavel import load_table
-    from .generate import parse_workers
+    from .generate import workers_option
     from .trace import read_gavel_trace, trace_to_instance
 
+    w = workers_option(workers)  # before reading the trace
     table = load_table(throughputs)
     records = read_gavel_trace(trace, table)
-    inst = trace_to_instance(
-        records, table, parse_workers(workers), objective, str(trace), colocation=colocation
-    )
+    inst = trace_to_instance(records, table, w, objective, str(trace), colocation=colocation)
     emit_instance(inst, output, f"{len(records)} jobs")

@@ -23,7 +23,7 @@ import pyomo.environ as pyo
 
 from ...pyomo_ext import LinearRows
 from .data import ClusterArrays, GpuClusterInstance
-from .formulations import INF, Pairs, contention, makespan_reference
+from .formulations import INF, Pairs, bounded_kappa, contention, makespan_reference
 
 Class = tuple[str, int]
 
@@ -302,9 +302,11 @@ def build_colocation_model(
     )
     # per-group progress rows
     if objective == "max_min_fairness":
-        kappa = contention(arr)
         p = ga.proportional_throughput(gthr)
-        scale = kappa * ga.scale / (ga.weight * p)
+        base = ga.scale / (ga.weight * p)
+        best = (gthr * base[:, None]).max(axis=1)
+        kappa = bounded_kappa(contention(arr), float(best.min()))
+        scale = kappa * base
         m.kappa = pyo.Param(initialize=kappa, mutable=False)
         name = "c_fair"
     else:
