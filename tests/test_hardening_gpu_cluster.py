@@ -173,13 +173,37 @@ def test_check_rejects_what_solve_rejects(mutate: Any, objective: str, field: st
     assert str(solved.value) == str(checked.value)
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "instances" / "gpu_cluster").rglob("*.json")))
-def test_check_accepts_every_shipped_instance_for_its_objective(path: Path) -> None:
+def shipped() -> list[Path]:
+    out = []
+    for p in sorted((ROOT / "instances" / "gpu_cluster").rglob("*.json")):
+        data = json.loads(p.read_text())
+        if isinstance(data, dict) and data.get("kind") == "gpu_cluster":
+            out.append(p)
+    return out
+
+
+def test_there_are_shipped_gpu_cluster_instances() -> None:
+    assert len(shipped()) >= 8
+
+
+@pytest.mark.parametrize(
+    ("path", "objective"),
+    [pytest.param(p, o, id=f"{p.stem}-{o}") for p in shipped() for o in KIND.objective_names()],
+)
+def test_check_agrees_with_solve_on_every_shipped_instance(path: Path, objective: str) -> None:
+    """``Kind.check`` (what ``validate --objective`` runs) rejects exactly what ``solve``
+    rejects, with the same message, for every shipped instance and objective."""
     data = json.loads(path.read_text())
-    if data.get("kind") != "gpu_cluster":
-        return  # answers.json and other side files
     inst = GpuClusterInstance.from_dict(data)
-    KIND.check(inst, KIND.resolve_objective(inst, None), None)
+    try:
+        KIND.check(inst, objective, None)
+    except (InstanceError, hetopt.UsageError) as exc:
+        with pytest.raises(type(exc)) as solved:
+            hetopt.solve(data, objective, OPTS)
+        assert str(solved.value) == str(exc)
+        return
+    r = hetopt.solve(data, objective, SolveOptions(threads=1, time_limit_s=5))
+    assert r.status in (Status.OPTIMAL, Status.FEASIBLE, Status.NO_SOLUTION), r.termination
 
 
 # ------------------------------------------------------------------------ --workers
