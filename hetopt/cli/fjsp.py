@@ -8,14 +8,14 @@ from pathlib import Path
 
 import click
 
-from ..console import handle_errors
+from ..console import check_output, emit_instance, handle_errors
 from ..kinds import instance_from_dict, load_target, readers
 
 _READERS = readers("fjsp")
 
 
 @click.command("fjsp")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path))
 @click.option(
     "-o",
     "--output",
@@ -38,17 +38,11 @@ def convert_fjsp_cmd(file: Path, output: Path | None, target: str) -> None:
     """
     from ..formats.fjsp import read_fjsp
 
+    check_output(output, "--output", (file,))
     data = read_fjsp(file)
     inst = load_target(_READERS[target])(data)
     instance_from_dict(inst, source=str(file))  # the converted instance must be valid
-    text = json.dumps(inst, indent=1)
-    if output is None:
-        click.echo(text)
-    else:
-        output.write_text(text + "\n")
-        n_ops = data.num_operations
-        click.echo(
-            f"wrote {output} ({len(data.jobs)} jobs, {n_ops} operations, "
-            f"{data.num_machines} machines)",
-            err=True,
-        )
+    summary = (
+        f"{len(data.jobs)} jobs, {data.num_operations} operations, {data.num_machines} machines"
+    )
+    emit_instance(json.dumps(inst, indent=1), output, summary)

@@ -85,7 +85,11 @@ class FjspData:
 
 
 def parse_fjsp(text: str, name: str = "fjsp", source: str | None = None) -> FjspData:
-    """Parse FJSP text; errors name the line."""
+    """Parse FJSP text; errors name the line.
+
+    Every non-empty line after the header is a job line: exactly as many as the header
+    states. An operation lists each eligible machine once.
+    """
     lines = [ln.split() for ln in text.splitlines()]
     numbered = [(i + 1, ln) for i, ln in enumerate(lines) if ln]
     if not numbered:
@@ -113,13 +117,25 @@ def parse_fjsp(text: str, name: str = "fjsp", source: str | None = None) -> Fjsp
     body = numbered[1:]
     if len(body) < n_jobs:
         raise InstanceError(f"expected {n_jobs} job lines, found {len(body)}", None, source)
-    raw_jobs: list[list[list[tuple[int, int]]]] = []
+    if len(body) > n_jobs:
+        extra_no = body[n_jobs][0]
+        raise InstanceError(
+            f"line {extra_no}: line {head_no} states {n_jobs} jobs but more job lines follow "
+            f"({len(body)} non-empty lines after it)",
+            None,
+            source,
+        )
+    raw_jobs: list[tuple[int, list[list[tuple[int, int]]]]] = []
     used: set[int] = set()
-    for lineno, toks in body[:n_jobs]:
+    for lineno, toks in body:
         vals = ints(lineno, toks)
         pos = 0
         n_ops = vals[pos]
         pos += 1
+        if n_ops < 1:
+            raise InstanceError(
+                f"line {lineno}: a job needs at least 1 operation, got {n_ops}", None, source
+            )
         ops = []
         for o in range(n_ops):
             if pos >= len(vals):
@@ -134,11 +150,19 @@ def parse_fjsp(text: str, name: str = "fjsp", source: str | None = None) -> Fjsp
                 )
             pairs = [(vals[pos + 2 * q], vals[pos + 2 * q + 1]) for q in range(k)]
             pos += 2 * k
+            seen: set[int] = set()
             for mach, p in pairs:
                 if p < 0:
                     raise InstanceError(
                         f"line {lineno}: negative processing time {p}", None, source
                     )
+                if mach in seen:
+                    raise InstanceError(
+                        f"line {lineno}: operation {o + 1} lists machine {mach} twice",
+                        None,
+                        source,
+                    )
+                seen.add(mach)
                 used.add(mach)
             ops.append(pairs)
         if pos != len(vals):
@@ -147,19 +171,22 @@ def parse_fjsp(text: str, name: str = "fjsp", source: str | None = None) -> Fjsp
                 None,
                 source,
             )
-        raw_jobs.append(ops)
+        raw_jobs.append((lineno, ops))
     one_based = n_machines in used or (0 not in used and used and max(used) == n_machines)
     shift = 1 if one_based else 0
     jobs = []
-    for ops in raw_jobs:
+    for lineno, ops in raw_jobs:
         job = []
-        for pairs in ops:
+        for o, pairs in enumerate(ops):
             d: dict[int, int] = {}
             for mach, p in pairs:
                 m0 = mach - shift
                 if not 0 <= m0 < n_machines:
                     raise InstanceError(
-                        f"machine {mach} out of range for {n_machines} machines", None, source
+                        f"line {lineno}: operation {o + 1}: machine {mach} out of range for "
+                        f"{n_machines} machines (numbered from {shift})",
+                        None,
+                        source,
                     )
                 d[m0] = p
             job.append(d)
@@ -168,10 +195,13 @@ def parse_fjsp(text: str, name: str = "fjsp", source: str | None = None) -> Fjsp
 
 
 def read_fjsp(path: str | Path) -> FjspData:
-    """Read an FJSP text file."""
+    """Read an FJSP text file (a missing, binary, non-UTF-8 or oversized file, or a
+    directory, is an :class:`~hetopt.InstanceError` naming the file)."""
+    from ..instance import FileProblem, read_text
+
     p = Path(path)
     try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise InstanceError("no such file", None, str(p)) from None
+        text = read_text(p)
+    except FileProblem as exc:
+        raise InstanceError(str(exc), None, str(p)) from None
     return parse_fjsp(text, p.stem, str(p))

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...contract import Column, Detail, Method, Table
+from ...errors import UsageError
 from ...result import Result, Verification
 from .._shared.choice import CHOICE_DETAIL
 from ..base import Kind, Objective
@@ -157,6 +158,14 @@ class ClientSelectionKind(Kind):
         return M.choose(
             objective, instance, params, super().method_for(objective, instance, params)
         )
+
+    def check(self, instance: Any, objective: str, params: Any) -> None:
+        """What a solve would refuse before solving: ``min_duration`` without
+        ``class_targets`` (an invalid instance for it, naming the field) and parameter
+        combinations that do not apply to the instance (usage errors)."""
+        chosen = self.method_for(objective, instance, params)
+        if isinstance(chosen, M.Refused):
+            raise UsageError(chosen.reason)
 
     def verify(self, instance: ClientSelectionInstance, result: Result) -> Verification:
         return V.verify(instance, result.objective, result.objective_value, dict(result.tables))

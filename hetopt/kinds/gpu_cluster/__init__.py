@@ -31,6 +31,7 @@ from .data import ElasticSpec, GpuClusterInstance, GpuJob, LoanedServer
 from .decompose import DECOMPOSER
 from .formulations import agnostic_throughputs
 from .generate import generate
+from .inputs import check as check_inputs
 from .persistent import PersistentPolicy
 from .trace import read_gavel_trace, trace_to_instance
 
@@ -402,6 +403,7 @@ class GpuClusterKind(Kind):
             LP.require_steps(instance, objective)
         elif objective == "min_cost":
             P.min_cost_inputs(instance)
+        check_inputs(instance, objective)  # weights within what HiGHS can honour
 
     def verify(self, instance: GpuClusterInstance, result: Result) -> Verification:
         if result.objective == "max_progress":

@@ -55,9 +55,11 @@ def generate_cmd(
     output: Path | None,
 ) -> None:
     """Sample a gpu_cluster instance the way Gavel's simulator does (measured throughputs)."""
-    from .generate import generate
+    from .generate import generate, workers_option
 
-    inst = generate(num_jobs, workers, seed, not single_gpu, priority_fraction, objective)
+    inst = generate(
+        num_jobs, workers_option(workers), seed, not single_gpu, priority_fraction, objective
+    )
     emit_instance(inst, output, f"{num_jobs} jobs")
 
 
@@ -88,14 +90,13 @@ def convert_trace_cmd(
     """Convert a Gavel physical-cluster trace (10 tab-separated fields) to a gpu_cluster
     instance. Bad lines are reported with their line number (exit 3)."""
     from .gavel import load_table
-    from .generate import parse_workers
+    from .generate import workers_option
     from .trace import read_gavel_trace, trace_to_instance
 
+    w = workers_option(workers)  # before reading the trace
     table = load_table(throughputs)
     records = read_gavel_trace(trace, table)
-    inst = trace_to_instance(
-        records, table, parse_workers(workers), objective, str(trace), colocation=colocation
-    )
+    inst = trace_to_instance(records, table, w, objective, str(trace), colocation=colocation)
     emit_instance(inst, output, f"{len(records)} jobs")
 
 
@@ -253,7 +254,7 @@ def simulate_cmd(
     """
     from ...options import SolveOptions
     from .gavel import load_table
-    from .generate import parse_workers
+    from .generate import workers_option
     from .simulate import (
         LoanCurve,
         gavel_trace,
@@ -276,14 +277,11 @@ def simulate_cmd(
         raise UsageError("--loanable is replayed by --mechanism hetopt in rounds only")
     if plot_file is not None:  # check before a long simulation, not after it
         _check_plot_file(plot_file)
-    w = parse_workers(workers)
+    w = workers_option(workers)
     gps = _parse_gpus_per_server(gpus_per_server, w) if gpus_per_server else None
     loan = None
     if loanable:
-        try:
-            peak = parse_workers(loanable)
-        except Exception as exc:  # the same TYPE=COUNT syntax as --workers
-            raise UsageError(f"--loanable: {exc}") from None
+        peak = workers_option(loanable, "--loanable")  # the TYPE=COUNT syntax of --workers
         step = min(3600.0, loan_period_s)
         loan = LoanCurve.diurnal(peak, None, loan_period_s, step, loan_period_s / 8.0)
     table = load_table(throughputs)

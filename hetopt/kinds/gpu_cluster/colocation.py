@@ -23,7 +23,7 @@ import pandas as pd
 from ...contract import Built
 from . import maxmin as M
 from .data import ClusterArrays, GpuClusterInstance
-from .formulations import INF, Pairs, contention, makespan_reference
+from .formulations import INF, Pairs, bounded_kappa, contention, makespan_reference
 from .maxmin import MaxMinLayout, Rows, TimeColumns
 
 Class = tuple[str, int]
@@ -299,9 +299,11 @@ def build_colocation_model(
     )
     # per-group progress rows (kappa of the whole cluster, folded into row_scale)
     if objective == "max_min_fairness":
-        kappa = contention(arr)
         p = ga.proportional_throughput(gthr)
-        row_scale = kappa * ga.scale / (ga.weight * p)
+        base = ga.scale / (ga.weight * p)
+        best = (gthr * base[:, None]).max(axis=1)
+        kappa = bounded_kappa(contention(arr), float(best.min()))
+        row_scale = kappa * base
         scale, scale_name, value_rows = kappa, "kappa", "c_fair"
     else:
         t_ref = makespan_reference(arr, thr)

@@ -95,6 +95,19 @@ def contention(arr: ClusterArrays, mult: np.ndarray | None = None) -> float:
     return M.contention(wanted, arr.workers.sum())
 
 
+MAX_KAPPA_SPAN = 1e6
+"""Largest ``kappa * upper`` (the scaled best value of the worst-off job) kept as is."""
+
+
+def bounded_kappa(kappa: float, upper: float) -> float:
+    """``kappa``, unless the scaled values would be huge (``kappa * upper`` above
+    :data:`MAX_KAPPA_SPAN`, e.g. every weight 1e-15): then ``1 / upper``, so the worst-off
+    job's best value is 1 and no row coefficient reaches HiGHS's limit (issue 21)."""
+    if upper > 0 and kappa * upper > MAX_KAPPA_SPAN:
+        return 1.0 / upper
+    return kappa
+
+
 def max_min_coefficients(
     arr: ClusterArrays, thr: np.ndarray, weight: np.ndarray | None = None
 ) -> np.ndarray:
@@ -144,6 +157,7 @@ def max_min_lp(
     # HiGHS's tolerances
     upper = float(np.where(arr.allowed, full, 0.0).max(axis=1).min())
     kappa = max(contention(arr, mult), 1.0 / upper if upper > 0 else 1.0)
+    kappa = bounded_kappa(kappa, upper)  # nor lost above them (tiny weights)
     block = _alloc_columns(arr, pairs, thr, mult)
     # c_fair[i]: sum_t kappa * scale_i * thr[i,t] / (weight_i * p_i) * alloc[i,t] >= z
     return M.MaxMinLP(

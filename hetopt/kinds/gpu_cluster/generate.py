@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ...errors import InstanceError
+from ...errors import InstanceError, UsageError
 from .data import GpuClusterInstance
 from .gavel import ThroughputTable, simulation_table
 
@@ -36,6 +36,19 @@ def parse_workers(text: str) -> dict[str, int]:
     if not out:
         raise InstanceError("expected at least one TYPE=COUNT", "workers")
     return out
+
+
+def workers_option(text: str, option: str = "--workers") -> dict[str, int]:
+    """:func:`parse_workers` for a command-line option: a bad value is a one-line
+    :class:`~hetopt.UsageError` naming ``option`` and what it expects (exit 2), not an
+    error of an instance file."""
+    try:
+        return parse_workers(text)
+    except InstanceError as exc:
+        raise UsageError(
+            f"{option}: expected TYPE=COUNT,... with whole-number counts "
+            f"(e.g. k80=4,v100=2), got {text!r}: {exc.message}"
+        ) from None
 
 
 def generate_jobs(

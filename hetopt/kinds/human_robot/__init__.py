@@ -21,6 +21,7 @@ from typing import ClassVar
 import pandas as pd
 
 from ...contract import Method
+from ...errors import InstanceError
 from ...options import SolveOptions
 from ...result import Result, Verification
 from .._shared.choice import CHOICE_DETAIL, Choice, chosen
@@ -30,7 +31,7 @@ from .data import Agent, HumanRobotInstance, Precedence, Task, TeamArrays
 from .decomposition import Decomposition
 from .exact import Exact
 from .fjsp import fjsp_to_instance
-from .params import HumanRobotParams, parse_fixed
+from .params import HumanRobotParams, parse_fixed, setup
 from .plot import plot_gantt
 from .rolling import ROLLING_DETAILS, HumanRobotReplanner
 from .tables import DETAILS, TABLES, conflict_table, objective_of, schedule_tables, start_order
@@ -117,14 +118,24 @@ class HumanRobotKind(Kind):
     ) -> Method:
         """``params.method`` for ``objective`` (``auto``: :func:`auto_method`)."""
         arr = instance.arrays
-        if objective == "max_human_workload" and not arr.humans.any():
-            raise UsageError(
-                "objective 'max_human_workload' needs at least one agent of type 'human'"
-            )
-        if params.method != "auto":
-            return METHODS[objective, params.method]
-        method, choice = auto_choice(arr)
+        _needs_a_human(arr, objective)  # export builds through here too
+        if params.method == "auto":
+            method, choice = auto_choice(arr)
+        else:
+            method, choice = params.method, None
+        if (objective, method) not in METHODS:  # an objective the kind does not offer
+            return super().method_for(objective, instance, params)
+        if choice is None:
+            return METHODS[objective, method]
         return chosen(METHODS[objective, method], choice, log, self.name)
+
+    def check(self, instance: HumanRobotInstance, objective: str, params: HumanRobotParams) -> None:
+        """``max_human_workload`` needs a human (an invalid instance for it, naming
+        ``agents``); ``fixed`` must name known tasks and agents able to do them (a usage
+        error naming the parameter)."""
+        arr = instance.arrays
+        _needs_a_human(arr, objective)
+        setup(arr, params)
 
     def verify(self, instance: HumanRobotInstance, result: Result) -> Verification:
         fixed = result.info.get("fixed") if result.info else None
@@ -136,6 +147,16 @@ class HumanRobotKind(Kind):
             result.tables["schedule"],
             {t: tuple(v) for t, v in fixed.items()} if fixed else None,
             now,
+        )
+
+
+def _needs_a_human(arr: TeamArrays, objective: str) -> None:
+    if objective == "max_human_workload" and not arr.humans.any():
+        types = ", ".join(sorted(set(arr.agent_types)))
+        raise InstanceError(
+            "objective 'max_human_workload' needs at least one agent of type 'human'; "
+            f"the agents' types are: {types}",
+            "agents",
         )
 
 

@@ -6,7 +6,8 @@ overrides its type); an agent that matches no key cannot do the task. ``min_lag_
 of ``after``. ``travel_s[a][b]`` is the time an agent needs between a task at location
 ``a`` and its next task at location ``b``; a missing reverse direction is the same as
 the given one, a missing pair is 0, and the matrix is closed under shortest paths (an
-agent may route through other locations). Two tasks at the same location never overlap.
+agent may route through other locations). Travel from a location to itself is 0 (an
+entry for it must say 0). Two tasks at the same location never overlap.
 """
 
 from __future__ import annotations
@@ -187,9 +188,15 @@ class HumanRobotInstance(InstanceBase):
         for src, row in self.travel_s.items():
             if src not in locations:
                 raise fail(f"travel_s.{src}", f"unknown location {src!r} (no task is there)")
-            for b in row:
+            for b, v in row.items():
                 if b not in locations:
                     raise fail(f"travel_s.{src}.{b}", f"unknown location {b!r} (no task is there)")
+                if b == src and v != 0:
+                    raise fail(
+                        f"travel_s.{src}.{b}",
+                        f"travel from {src!r} to itself must be 0, got {v:g}: an agent that "
+                        "stays at a workspace does not travel (leave the entry out)",
+                    )
         return self
 
     @cached_property

@@ -48,6 +48,7 @@ from ...status import Status
 from .._shared.choice import Choice, ReportsChoice
 from .data import HumanRobotInstance, TeamArrays
 from .params import HumanRobotParams, Setup, setup
+from .pruning import reduce_and_solve, time_unit
 from .tables import objective_of, schedule_tables, start_order
 from .temporal import earliest_schedule, precheck, task_network
 
@@ -107,7 +108,7 @@ def build_allocation(
 ) -> Built:
     """The allocation MILP (times scaled by the longest duration) with its
     :class:`AllocationLayout`."""
-    tau = float(np.nanmax(arr.duration)) or 1.0
+    tau = time_unit(arr)
     n, na = arr.num_tasks, arr.num_agents
     cap = [(i, a) for i, a in zip(*np.nonzero(arr.capable), strict=True)]
     m = pyo.ConcreteModel(name="human_robot_allocation")
@@ -158,8 +159,9 @@ def build_allocation(
         m.obj = pyo.Objective(expr=m.max_human_workload)
     else:
         if human_cap is not None:
+            busy = [a for a in humans if by_agent[a]]  # a human who can do nothing: no row
             m.c_human_cap = pyo.Constraint(
-                humans, rule=lambda m, a: load(m, a) <= human_cap / tau + TOL
+                busy, rule=lambda m, a: load(m, a) <= human_cap / tau + TOL
             )
         m.obj = pyo.Objective(expr=m.makespan)
     return Built(m, AllocationLayout(tau))
@@ -744,4 +746,8 @@ class Decomposition(ReportsChoice, RunMethodBase):
         cycle = precheck(arr, su.fixed_agent, su.fixed_start, su.now_s)
         if cycle is not None:
             return cycle_outcome(cycle, details)
-        return run_decomposition(session, instance, objective=self.objective, su=su, info=details)
+
+        def solve(inst: HumanRobotInstance, info: dict[str, Any], warm: Any, phase: str) -> Outcome:
+            return run_decomposition(session, inst, self.objective, su, info)
+
+        return reduce_and_solve(instance, self.objective, su, details, solve)

@@ -29,8 +29,9 @@ from . import formulations as F
 from . import verify as V
 from .data import HumanRobotInstance, TeamArrays
 from .params import HumanRobotParams, Setup, setup
+from .pruning import long_pairs, prune, reduce_and_solve
 from .tables import conflict_table, objective_of, schedule_tables, start_order
-from .temporal import Arc, earliest_schedule, precheck
+from .temporal import Arc, earliest_schedule, precheck, task_network
 
 if TYPE_CHECKING:
     from ...highs import CompiledModel
@@ -56,9 +57,14 @@ class ExactMilp(BuildMethodBase):
 
     objective: str
     warm: Schedule | None = None
+    prune: bool = True
+    """Leave out the task-agent pairs no optimal schedule uses (:func:`.pruning.prune`);
+    ``False`` when ``instance`` is already pruned."""
 
     def build(self, instance: HumanRobotInstance, params: HumanRobotParams) -> Built:
         su = setup(instance.arrays, params)
+        if self.prune:
+            instance = prune(instance, self.objective, su).instance
         plan = F.make_plan(instance.arrays, su.fixed_agent, su.fixed_start, su.now_s)
         return F.build(instance, self.objective, plan)
 
@@ -116,21 +122,78 @@ class ExactMilp(BuildMethodBase):
         order = start_order(raw_starts, raw_starts + dur)
         starts = earliest_schedule(arr, agent_of, order, plan.fixed_start, plan.now_s)
         info: dict[str, Any] = {}
-        if starts is None:  # numerical trouble only: keep the solver's times
-            log.warning("left-shifting the MILP schedule failed; keeping the solver's times")
-            starts = raw_starts
+        resequenced = False
+        if starts is None:  # numerical trouble: the solver's order breaks a constraint
+            log.warning("left-shifting the MILP schedule failed; list-scheduling its assignment")
             info["left_shift"] = False
+            starts = resequence(arr, self.objective, agent_of, order, plan)
+            resequenced = starts is not None
+            if starts is None:  # keep the solver's times (the verifier will decide)
+                starts = raw_starts
+            else:
+                info["resequenced"] = True
         value = objective_of(arr, self.objective, agent_of, starts)
         tables = schedule_tables(arr, agent_of, starts)
         info["makespan_s"] = float((starts + dur).max())
         raw_bound = solution.bound
         if raw_bound is None or not np.isfinite(raw_bound):
+            if resequenced:  # no proof that the new order is optimal
+                return Outcome(value, tables, info, Status.FEASIBLE, _RESEQUENCED, None, None)
             return Outcome(value, tables, info)  # HiGHS's bound and gap stay
         bound = min(float(raw_bound) * layout.objective_scale, value)
         gap = abs(value - bound) / max(abs(value), 1e-9)
+        if resequenced and gap > 1e-9:
+            return Outcome(value, tables, info, Status.FEASIBLE, _RESEQUENCED, bound, gap)
         if solution.status == Status.OPTIMAL:
+            # re-timing never makes a schedule worse than the MILP's, so the gap stays
+            # within HiGHS's; beyond it the MILP's times were wrong (numerical trouble)
+            # and HiGHS's proof of optimality does not hold for this schedule
+            opts = solution.options
+            allowed = opts.mip_rel_gap if opts and opts.mip_rel_gap is not None else 1e-4
+            if gap > allowed + 1e-6:
+                return Outcome(value, tables, info, Status.FEASIBLE, _RETIMED, bound, gap)
             gap = min(gap, solution.gap if solution.gap is not None else gap)
         return Outcome(value, tables, info, bound=bound, gap=gap)
+
+
+_RETIMED = (
+    "HiGHS proved its schedule optimal, but exact re-timing of its order is worse than its "
+    "bound allows (numerical tolerance): feasible, with that bound"
+)
+_RESEQUENCED = (
+    "the MILP's order broke a constraint after exact re-timing (numerical tolerance); its "
+    "assignment was list-scheduled again"
+)
+
+
+def resequence(
+    arr: TeamArrays, objective: str, agent_of: np.ndarray, order: list[int], plan: F.Plan
+) -> np.ndarray | None:
+    """The best left-shifted list schedule of the assignment ``agent_of`` (the solver's
+    order first, then the decomposition's priority orders); ``None`` if none works."""
+    from .decomposition import list_schedule, priority_orders
+
+    fs, now = plan.fixed_start, plan.now_s
+    dur = arr.duration[np.arange(arr.num_tasks), agent_of]
+    best: tuple[float, np.ndarray] | None = None
+    es, _ = task_network(arr, dur, dur, fs, now).longest_paths()
+    orders: list[list[int]] = [list(order)]
+    if es is not None:
+        orders += priority_orders(arr, es, dur, 0)
+    # the same orders with the long tasks (wide range) last: they delay everything after
+    long = long_pairs(arr)[np.arange(arr.num_tasks), agent_of]
+    if long.any():
+        orders += [[i for i in o if not long[i]] + [i for i in o if long[i]] for o in orders]
+    for o in orders:
+        cand = list_schedule(arr, agent_of, fs, now, o)
+        if cand is None:
+            continue
+        shifted = earliest_schedule(arr, agent_of, start_order(cand, cand + dur), fs, now)
+        cand = cand if shifted is None else shifted
+        v = objective_of(arr, objective, agent_of, cand)
+        if best is None or v < best[0]:
+            best = (v, cand)
+    return None if best is None else best[1]
 
 
 def start_vector(
@@ -166,7 +229,8 @@ def start_vector(
         put(m.precedes[ti, tj], float((starts[i], ends[i]) <= (starts[j], ends[j])))
     variable = F.OBJECTIVES[layout.objective].variable
     if variable is not None:
-        put(m.component(variable), objective_of(arr, layout.objective, agent_of, starts) / tau)
+        value = objective_of(arr, layout.objective, agent_of, starts)
+        put(m.component(variable), value / layout.objective_scale)
     return np.clip(x, cm.col_lower, cm.col_upper)
 
 
@@ -215,15 +279,40 @@ class Exact(ReportsChoice, RunMethodBase):
         cycle = precheck(arr, su.fixed_agent, su.fixed_start, su.now_s)
         if cycle is not None:
             return cycle_outcome(cycle, details)
+        quick = params.model_copy(update={"diagnose": False})
+
+        def solve(
+            inst: HumanRobotInstance, info: dict[str, Any], warm: Schedule | None, phase: str
+        ) -> Outcome:
+            if phase == "narrow":
+                return self.solve(session, inst, quick, su, info, stage="narrow")
+            options = session.remaining() if phase == "after_narrow" else None
+            return self.solve(session, inst, params, su, info, warm, options)
+
+        return reduce_and_solve(instance, self.objective, su, details, solve)
+
+    def solve(
+        self,
+        session: Session,
+        instance: HumanRobotInstance,
+        params: HumanRobotParams,
+        su: Setup,
+        details: dict[str, Any],
+        warm: Schedule | None = None,
+        options: SolveOptions | None = None,
+        stage: str = "exact",
+    ) -> Outcome:
+        """MIP start, MILP, diagnosis or fallback on ``instance`` (already pruned)."""
+        arr = instance.arrays
+        details = dict(details)
         plan = F.make_plan(arr, su.fixed_agent, su.fixed_start, su.now_s)
         details["horizon_s"] = plan.horizon_s
-        warm = None
-        if arr.num_tasks >= MIP_START_MIN_TASKS:
+        if warm is None and arr.num_tasks >= MIP_START_MIN_TASKS:
             t0 = time.perf_counter()
             warm = heuristic_start(session, arr, self.objective, su)
             details["mip_start_s"] = time.perf_counter() - t0
         outcome, _ = session.solve_method(
-            ExactMilp(self.objective, warm), instance, params, stage="exact"
+            ExactMilp(self.objective, warm, prune=False), instance, params, options, stage=stage
         )
         outcome.details = {**details, **outcome.details}
         if outcome.status == Status.INFEASIBLE and params.diagnose:

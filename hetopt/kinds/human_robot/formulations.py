@@ -17,6 +17,7 @@ import pyomo.environ as pyo
 
 from ...contract import Built
 from .data import HumanRobotInstance, TeamArrays
+from .pruning import time_unit
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,9 @@ class Plan:
     time_unit_s: float
     horizon_s: float
     """Latest finish any schedule needs (see :func:`horizon`)."""
+    workload_unit_s: float = 0.0
+    """Seconds per unit of ``max_human_workload`` (0: ``time_unit_s``; see
+    :func:`make_plan`)."""
 
 
 @dataclass(frozen=True)
@@ -90,15 +94,27 @@ def make_plan(
     fixed_start: Mapping[int, float] | None = None,
     now_s: float | None = None,
 ) -> Plan:
-    finite = arr.duration[arr.capable]
-    unit = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+    unit = time_unit(arr)
+    human = arr.duration[:, arr.humans][arr.capable[:, arr.humans]]
+    longest_human = float(human.max()) if human.size else 0.0
+    workload_unit = unit
+    if 0.0 < longest_human < unit * WORKLOAD_UNIT_RATIO:
+        workload_unit = longest_human
     return Plan(
         dict(fixed_agent or {}),
         dict(fixed_start or {}),
         now_s,
         unit,
         horizon(arr, fixed_agent, fixed_start, now_s),
+        workload_unit,
     )
+
+
+WORKLOAD_UNIT_RATIO = 1e-3
+"""``max_human_workload`` is measured in the time unit (the longest duration) unless every
+human duration is shorter than this fraction of it (a robot that needs 1e9 s where the
+humans need seconds): then in the longest human duration, so that the objective stays
+O(1) and HiGHS's absolute gap tolerance cannot accept an arbitrary assignment."""
 
 
 def known_order(arr: TeamArrays) -> np.ndarray:
@@ -267,7 +283,8 @@ def build(
 
     # -- objective
     form = OBJECTIVES[objective]
-    form.add(m, _Context(arr, cap, by_task, lb_start, H, loose))
+    workload_factor = tau / plan.workload_unit_s if plan.workload_unit_s else 1.0
+    form.add(m, _Context(arr, cap, by_task, lb_start, H, loose, workload_factor))
     layout = ExactLayout(objective, plan, objective_scale(instance, objective, plan), loose)
     return Built(m, layout)
 
@@ -284,6 +301,8 @@ class _Context:
     horizon: float
     """Scaled horizon."""
     loose: bool
+    workload_factor: float = 1.0
+    """Units of ``max_human_workload`` per time unit (:attr:`Plan.workload_unit_s`)."""
 
 
 def _add_makespan(m: pyo.ConcreteModel, ctx: _Context) -> None:
@@ -336,10 +355,12 @@ def _add_max_human_workload(m: pyo.ConcreteModel, ctx: _Context) -> None:
     cap = ctx.cap
     m.max_human_workload = pyo.Var(bounds=(0.0, None))
     hum = set(m.HUMANS)
+    k = ctx.workload_factor  # 1 unless the humans' durations are far below the time unit
     m.c_human_workload = pyo.Constraint(
         m.HUMANS,
         rule=lambda m, h: (
-            m.max_human_workload >= sum(m.duration[t, a] * m.assign[t, a] for t, a in cap if a == h)
+            m.max_human_workload
+            >= sum(k * m.duration[t, a] * m.assign[t, a] for t, a in cap if a == h)
         ),
     )
     if not hum:
@@ -368,4 +389,6 @@ def objective_scale(instance: HumanRobotInstance, objective: str, plan: Plan) ->
     """Seconds (or weighted seconds) per unit of ``m.obj``."""
     if objective == "weighted_completion":
         return plan.time_unit_s * float(instance.arrays.weight.sum())
+    if objective == "max_human_workload" and plan.workload_unit_s:
+        return plan.workload_unit_s
     return plan.time_unit_s

@@ -62,8 +62,19 @@ DETAILS = (
     Detail("fixed", "dict", "the tasks fixed by re-planning: {task: [agent, start_s]}"),
     Detail("now_s", "float", "tasks not in 'fixed' start at or after this time", "s"),
     Detail("horizon_s", "float", "latest finish any schedule needs (big-M source)", "s"),
+    Detail(
+        "pruned_pairs",
+        "int",
+        "task-agent pairs left out because no optimal schedule uses them (too long for a "
+        "deadline, or for the value of a known schedule)",
+    ),
     Detail("mip_start_s", "float", "time spent finding the exact MILP's starting solution", "s"),
     Detail("left_shift", "bool", "false when left-shifting the MILP schedule failed"),
+    Detail(
+        "resequenced",
+        "bool",
+        "the MILP's order failed exact re-timing; its assignment was list-scheduled again",
+    ),
     Detail("makespan_s", "float", "time until the last task ends", "s"),
     Detail("conflict", "list", "the constraints in conflict (infeasible instances)"),
     Detail("conflict_source", "str", "how the conflict was found"),

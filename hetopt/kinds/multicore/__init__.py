@@ -25,7 +25,7 @@ from .generate import FAMILIES, generate
 from .heuristics import list_schedule
 from .pareto import Pareto
 from .plotting import plot_gantt, plot_pareto
-from .solve import MulticoreParams, Refused, Relaxation, Scheduled
+from .solve import MulticoreParams, Refused, Relaxation, Scheduled, check_formulation
 
 __all__ = [
     "FAMILIES",
@@ -193,9 +193,15 @@ class MulticoreKind(Kind):
             raise UsageError(f"parameter {exc.field}: {exc.message}") from None
 
     def check(self, instance: MulticoreInstance, objective: str, params: Any) -> None:
-        """``weighted_completion`` sums over jobs: either every task names its ``job`` or
+        """What a solve would refuse. Parameter combinations (usage errors):
+        ``relaxation`` for ``pareto``, a ``formulation`` the instance cannot use.
+        ``weighted_completion`` sums over jobs: either every task names its ``job`` or
         none does (then each task is a job of its own); a mix is most likely a forgotten
         ``job`` field, which would count that task as a separate job of weight 1."""
+        method = self.method_for(objective, instance, params)
+        if isinstance(method, Refused):
+            raise UsageError(method.reason)
+        check_formulation(instance.arrays, params.formulation, objective)
         if objective != "weighted_completion":
             return
         named = [t.job is not None for t in instance.tasks]

@@ -101,6 +101,18 @@ GOALS: dict[str, Goal] = {
 """Objective -> what its model minimises and which shortcuts are exact for it."""
 
 
+def check_formulation(arr: MulticoreArrays, formulation: str, objective: str) -> None:
+    """Refuse (:class:`~hetopt.UsageError`) a formulation the instance cannot use."""
+    if formulation == "assignment" and not (
+        GOALS[objective].assignment_exact and not arr.sequencing
+    ):
+        raise UsageError(_no_assignment(arr, objective))
+    if formulation == "time_indexed" and not arr.integer_durations:
+        raise UsageError("formulation 'time_indexed' needs whole-number durations")
+    if formulation == "time_indexed" and not arr.integer_times:
+        raise UsageError("formulation 'time_indexed' needs whole-number releases and window bounds")
+
+
 def make_plan(
     arr: MulticoreArrays,
     objective: str,
@@ -145,12 +157,7 @@ def make_plan(
     if formulation == "auto":
         formulation, choice = _auto_formulation(arr, objective, horizon, integer, assignment_ok)
         log.info("multicore: %s", choice)
-    if formulation == "assignment" and not assignment_ok:
-        raise UsageError(_no_assignment(arr, objective))
-    if formulation == "time_indexed" and not arr.integer_durations:
-        raise UsageError("formulation 'time_indexed' needs whole-number durations")
-    if formulation == "time_indexed" and not integer:
-        raise UsageError("formulation 'time_indexed' needs whole-number releases and window bounds")
+    check_formulation(arr, formulation, objective)
     return F.Plan(
         formulation=formulation,
         objective=goal.minimise,

@@ -132,8 +132,10 @@ def test_id_duration_overrides_type_and_human_objective() -> None:
     assert r.objective_value == pytest.approx(3)  # a on h1 (3 s), b on the robot
     d["agents"] = [{"id": "r1", "type": "robot"}]
     d["tasks"] = [{"id": "a", "duration_s": {"robot": 1}}]
-    with pytest.raises(UsageError):
+    # an invalid instance for this objective (issue 21: was a usage error naming no field)
+    with pytest.raises(InstanceError) as exc:
         hetopt.solve(d, "max_human_workload", OPTS)
+    assert exc.value.field == "agents"
 
 
 def test_big_m_comes_from_the_instance_horizon() -> None:

@@ -436,3 +436,104 @@ def test_looser_limit_parameter_overrides_the_instance() -> None:
     r = hetopt.solve(path, "energy", EXACT, deadline_s=20.0)
     assert r.status == Status.OPTIMAL and r.ok
     assert r.objective_value == pytest.approx(25.5)
+
+
+# ------------------------------------------------- killer instances (issue 21)
+# Each constraint family binds in one tiny hand-checked instance, so loosening that family
+# (halving the precedence rows, the per-core disjunctions or the energy budget; dropping
+# the deadline) changes an optimum here. Brute force confirms each hand-computed answer.
+def _cores(big_w: float = 4.0, little_w: float = 1.0) -> list[dict]:
+    return [
+        {"id": "big0", "type": "big", "active_power_w": big_w, "idle_power_w": 0.0},
+        {"id": "little0", "type": "little", "active_power_w": little_w, "idle_power_w": 0.0},
+    ]
+
+
+# a (4 s on p, 1 s on r) precedes b (4 s on q, 1 s on r); z (7 s, r only) fills core r.
+# Best: a on p then b on q, or z then b on r, or a then z on r: 8 s. A precedence row
+# weakened by half lets b start at 2 s on q (7 s); overlaps on r give less than 8 s too.
+# The earliest start of b (1 s) and the tail of a (1 s) do not imply the row.
+PRECEDENCE = {
+    "kind": "multicore",
+    "cores": [
+        {"id": f"c{t}", "type": t, "active_power_w": 1.0, "idle_power_w": 0.0} for t in "pqr"
+    ],
+    "tasks": [
+        {"id": "a", "duration_s": {"p": 4, "r": 1}},
+        {"id": "b", "duration_s": {"q": 4, "r": 1}, "predecessors": ["a"]},
+        {"id": "z", "duration_s": {"r": 7}},
+    ],
+}
+
+# w (2 s, p only) precedes y and z (2 s each, r only): y and z wait for w and then run
+# one after the other on r, 6 s. An overlap of y and z on r gives 5 s; the load of r
+# (4 s) and the earliest starts (2 s) do not imply the disjunctions.
+NO_OVERLAP = {
+    "kind": "multicore",
+    "cores": PRECEDENCE["cores"],
+    "tasks": [
+        {"id": "w", "duration_s": {"p": 2}},
+        {"id": "y", "duration_s": {"r": 2}, "predecessors": ["w"]},
+        {"id": "z", "duration_s": {"r": 2}, "predecessors": ["w"]},
+    ],
+}
+
+# t (1 s on big at 10 W = 10 J, or 4 s on little at 1 W = 4 J) precedes u (1 s, little
+# only, 1 J). Makespan 2 s at 11 J, or 5 s at 5 J.
+BUDGET = {
+    "kind": "multicore",
+    "cores": _cores(big_w=10.0),
+    "tasks": [
+        {"id": "t", "duration_s": {"big": 1, "little": 4}},
+        {"id": "u", "duration_s": {"little": 1}, "predecessors": ["t"]},
+    ],
+}
+BUDGET_ALONE = {"kind": "multicore", "cores": _cores(big_w=10.0), "tasks": [BUDGET["tasks"][0]]}
+
+
+@pytest.mark.parametrize("formulation", ["disjunctive", "time_indexed"])
+def test_killer_precedence(formulation: str) -> None:
+    inst = MulticoreInstance.from_dict(PRECEDENCE)
+    assert min(p[0] for p in brute_force(inst.arrays)) == 8.0
+    r = hetopt.solve(inst, "makespan", EXACT, formulation=formulation)
+    assert r.status == Status.OPTIMAL and r.ok
+    # the schedule is re-timed from the assignment and the orders, so a loosened row shows
+    # in the bound (a model optimum below the true one), not always in the schedule
+    assert r.objective_value == pytest.approx(8.0) and r.bound == pytest.approx(8.0)
+
+
+@pytest.mark.parametrize("formulation", ["disjunctive", "time_indexed"])
+def test_killer_no_overlap(formulation: str) -> None:
+    inst = MulticoreInstance.from_dict(NO_OVERLAP)
+    assert min(p[0] for p in brute_force(inst.arrays)) == 6.0
+    r = hetopt.solve(inst, "makespan", EXACT, formulation=formulation)
+    assert r.status == Status.OPTIMAL and r.ok
+    assert r.objective_value == pytest.approx(6.0) and r.bound == pytest.approx(6.0)
+
+
+@pytest.mark.parametrize(
+    ("data", "formulation"),
+    [(BUDGET, "disjunctive"), (BUDGET, "time_indexed"), (BUDGET_ALONE, "assignment")],
+)
+def test_killer_energy_budget_and_deadline(data: dict, formulation: str) -> None:
+    dag = "u" in {t["id"] for t in data["tasks"]}
+    fast, slow = (2.0, 5.0) if dag else (1.0, 4.0)
+    fast_j, slow_j = (11.0, 5.0) if dag else (10.0, 4.0)
+    free = brute_force(MulticoreInstance.from_dict(data).arrays)
+    assert sorted(free) == [(fast, fast_j), (slow, slow_j)]
+    # the budget binds: only the slow schedule fits (twice the budget admits the fast one)
+    mk = hetopt.solve(data, "makespan", EXACT, formulation=formulation, energy_budget_j=slow_j + 1)
+    assert mk.status == Status.OPTIMAL and mk.ok
+    assert mk.objective_value == pytest.approx(slow) and mk.bound == pytest.approx(slow)
+    assert mk.info["energy_j"] == pytest.approx(slow_j)
+    # the deadline binds: only the fast schedule is in time
+    en = hetopt.solve(data, "energy", EXACT, formulation=formulation, deadline_s=fast)
+    assert en.status == Status.OPTIMAL and en.ok
+    assert en.objective_value == pytest.approx(fast_j) and en.bound == pytest.approx(fast_j)
+    # without limits each objective picks its own schedule
+    assert hetopt.solve(data, "makespan", EXACT, formulation=formulation).objective_value == (
+        pytest.approx(fast)
+    )
+    assert hetopt.solve(data, "energy", EXACT, formulation=formulation).objective_value == (
+        pytest.approx(slow_j)
+    )

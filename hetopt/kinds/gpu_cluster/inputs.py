@@ -1,0 +1,80 @@
+"""What each ``gpu_cluster`` objective needs from an instance (issue 21).
+
+Pure functions of the instance's fields, called by ``GpuClusterKind.check`` (so
+``hetopt validate FILE --objective NAME`` rejects what ``solve`` would) and before every
+solve. Each problem is one :class:`~hetopt.InstanceError` naming the field.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import InstanceError
+from .data import GpuClusterInstance
+
+MAX_WEIGHT_RATIO = 1e9
+"""Largest ratio of two jobs' (effective) weights the max-min objectives accept.
+
+A job's share of the max-min optimum shrinks with its weight: with one weight 1e-10
+times another, the job needs about 1e-10 of a GPU's time, below what HiGHS's
+tolerances and the allocation table (values under 1e-10 read as 0) can represent; at
+1e-15 the row coefficient reaches HiGHS's limit and the model is refused. Up to 1e9 the
+optimum is verified (tests/test_hardening_gpu_cluster.py)."""
+
+MAX_MIN_OBJECTIVES = ("max_min_fairness", "max_min_fairness_water_filling")
+"""Objectives whose rows are scaled by ``1 / weight``."""
+
+STEPS_OBJECTIVES = ("makespan", "finish_time_fairness")
+"""Objectives that need every job's ``steps_remaining``."""
+
+
+def check(instance: GpuClusterInstance, objective: str) -> None:
+    """Raise :class:`~hetopt.InstanceError` when ``instance`` lacks what ``objective``
+    needs: ``steps_remaining`` on every job (makespan, finish-time fairness); a positive
+    ``cost_per_hour`` for every usable type and ``steps_remaining`` on every job with a
+    ``deadline_s`` (min_cost); weights within :data:`MAX_WEIGHT_RATIO` (max-min)."""
+    from . import policies as P
+
+    if objective in STEPS_OBJECTIVES:
+        P.require_steps(instance, objective)
+    elif objective == "min_cost":
+        P._costs(instance)
+        P.slo_need(instance)
+    elif objective in MAX_MIN_OBJECTIVES:
+        check_weight_ratio(instance, objective)
+
+
+def check_weight_ratio(instance: GpuClusterInstance, objective: str) -> None:
+    """Weights (entity weights split over their jobs for water-filling) within
+    :data:`MAX_WEIGHT_RATIO` of each other; the error names the outlier's field (the
+    extreme weight farther from the others' median)."""
+    from . import policies as P
+
+    water = objective == "max_min_fairness_water_filling"
+    w = P.entity_weights(instance) if water else instance.arrays.weight
+    lo, hi = int(np.argmin(w)), int(np.argmax(w))
+    ratio = float(w[hi] / w[lo])
+    if ratio <= MAX_WEIGHT_RATIO:
+        return
+    logs = np.log(w)
+    med = float(np.median(logs))
+    out, other = (hi, lo) if logs[hi] - med > med - logs[lo] else (lo, hi)
+    job = instance.jobs[out]
+    field, what = f"jobs[{out}].weight", f"weight {job.weight:g}"
+    own = max(job.weight, instance.jobs[other].weight) / min(
+        job.weight, instance.jobs[other].weight
+    )
+    ents = instance.entity_weights or {}
+    if water and own <= MAX_WEIGHT_RATIO and job.entity in ents:
+        # the jobs' own weights are close: the entity weights make the spread
+        field = f"entity_weights.{job.entity}"
+        what = f"entity weight {ents[job.entity]:g}"
+    side = "larger" if out == hi else "smaller"
+    raise InstanceError(
+        f"{what} makes the effective weight of job {job.id!r} {ratio:.3g} times {side} "
+        f"than that of job {instance.jobs[other].id!r}; {objective} cannot honour weight "
+        f"ratios above "
+        f"{MAX_WEIGHT_RATIO:g} in double precision (a share that small is below the "
+        "solver's tolerances): bring the weights closer together",
+        field,
+    )
