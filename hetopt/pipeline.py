@@ -423,6 +423,16 @@ def run_method(
     return outcome
 
 
+def announce_choice(kind: Kind, method: Any) -> None:
+    """Log what an automatic choice picked (``method.choice``: text and whether it falls
+    back from a faster exact path, then as a warning) on the kind's logger."""
+    choice = getattr(method, "choice", None)
+    text = getattr(choice, "text", None)
+    if isinstance(text, str) and text:
+        level = logging.WARNING if getattr(choice, "fallback", False) else logging.INFO
+        logging.getLogger(f"hetopt.kinds.{kind.name}").log(level, "%s: %s", kind.name, text)
+
+
 def solve(
     kind: Kind,
     instance: Any,
@@ -438,6 +448,7 @@ def solve(
     instance = kind.instance_for(instance, params)
     kind.check(instance, objective, params)
     method = kind.method_for(objective, instance, params)
+    announce_choice(kind, method)
 
     def run() -> Result:
         session = Session(kind, options, params, progress)

@@ -57,11 +57,11 @@ class ReportsChoice:
         return {} if self.choice is None else {"method_choice": self.choice.text}
 
 
-def chosen(method: Any, choice: Choice, log: logging.Logger, kind: str) -> Any:
-    """``method`` (a :class:`ReportsChoice`) marked as picked by ``choice``, which is
-    logged now: a copy for a frozen dataclass (a shared method table's entry), else the
-    object itself (made for this solve)."""
-    announce(log, kind, choice)
+def chosen(method: Any, choice: Choice) -> Any:
+    """``method`` (a :class:`ReportsChoice`) marked as picked by ``choice``: a copy for a
+    frozen dataclass (a shared method table's entry), else the object itself (made for
+    this solve). The choice is logged once, by :func:`hetopt.pipeline.solve` when the
+    method runs (``Kind.check`` asks ``method_for`` too, for ``validate``)."""
     if dataclasses.is_dataclass(method):
         return dataclasses.replace(method, choice=choice)  # type: ignore[type-var]
     method.choice = choice

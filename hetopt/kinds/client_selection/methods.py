@@ -718,7 +718,7 @@ def _choose_testing(
                 "method='lp_round' for large pools"
             )
     picked: Method = LpRound(milp) if method == "lp_round" else Testing(milp)
-    return chosen(picked, choice, log, "client_selection") if choice is not None else picked
+    return chosen(picked, choice) if choice is not None else picked
 
 
 def _choose_count(
@@ -755,7 +755,7 @@ def _choose_count(
     picked: Method = Fast(objective, milp) if method == "fast" else CountMilp(objective, blocker)
     if baseline and greedy_ok(inst):
         picked = WithBaseline(objective, picked)
-    return chosen(picked, choice, log, "client_selection") if choice is not None else picked
+    return chosen(picked, choice) if choice is not None else picked
 
 
 _CHOOSERS: Mapping[str, Callable[[str, ClientSelectionInstance, str, bool, Method], Method]] = {

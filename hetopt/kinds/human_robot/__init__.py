@@ -127,7 +127,7 @@ class HumanRobotKind(Kind):
             return super().method_for(objective, instance, params)
         if choice is None:
             return METHODS[objective, method]
-        return chosen(METHODS[objective, method], choice, log, self.name)
+        return chosen(METHODS[objective, method], choice)
 
     def check(self, instance: HumanRobotInstance, objective: str, params: HumanRobotParams) -> None:
         """``max_human_workload`` needs a human (an invalid instance for it, naming
