@@ -67,8 +67,13 @@ def run_all(executor: SubmitExecutor, fn: Callable[[T], Any], items: Iterable[T]
 def _warm(_: int) -> int:
     import os
 
-    from . import highs, pyomo_ext  # noqa: F401  (pays Pyomo's and highspy's import)
+    # pays Pyomo's, highspy's and pandas's import and the kinds' (hetopt itself imports
+    # them lazily, so a worker would otherwise pay them in its first timed sub-solve)
+    from . import api, highs, pipeline, pyomo_ext  # noqa: F401
+    from .kinds import get_kind, kind_names
 
+    for name in kind_names():
+        get_kind(name)
     return os.getpid()
 
 
