@@ -22,12 +22,20 @@ import pyomo.environ as pyo
 from ...pyomo_ext import LinearRows
 from .._shared.export import rescale_objective
 
-__all__ = ["TIME_NAMES", "max_min_objective", "replace_model", "time_model"]
+__all__ = ["TIME_NAMES", "check", "max_min_objective", "replace_model", "time_model"]
 
 INF = float("inf")
 
 TIME_NAMES = {"alloc": "tau", "pair": "tau_pair", "self_total": "tau_self_total"}
 """The time variable of each column block of the makespan LP (seconds)."""
+
+
+def check(instance: Any, objective: str, params: Any) -> None:
+    """Refuse to export what a solve refuses (:meth:`GpuClusterKind.check`: an elastic
+    job for a time-share objective, reclaim without loaned servers, ...)."""
+    from . import KIND
+
+    KIND.check(instance, objective, params)
 
 
 def max_min_objective(model: pyo.ConcreteModel, kappa: float) -> None:

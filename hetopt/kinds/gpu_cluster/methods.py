@@ -189,8 +189,9 @@ class MaxMinRead:
         self, instance: GpuClusterInstance, params: GpuClusterParams, built: Built
     ) -> None:
         """The exported objective is ``z / kappa``, the value itself."""
-        from .export import max_min_objective
+        from .export import check, max_min_objective
 
+        check(instance, "max_min_fairness", params)
         max_min_objective(built.model, built.layout.scale)
 
 
@@ -226,8 +227,9 @@ class MakespanRead:
     ) -> None:
         """The exported model is the LP in time variables (``tau = x * T``, minimise the
         makespan ``T`` in seconds; :func:`.export.time_model`)."""
-        from .export import replace_model, time_model
+        from .export import check, replace_model, time_model
 
+        check(instance, "makespan", params)
         layout = built.layout
         steps = instance.arrays.steps
         reps = getattr(layout, "reps", None)  # space sharing: one row per group

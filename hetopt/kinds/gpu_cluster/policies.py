@@ -158,8 +158,9 @@ class WaterFilling(RunMethodBase):
         """The first level, in true units (``z / kappa``): its optimum is the smallest
         value, hetopt's ``objective_value``; the later levels (each freezing jobs and
         raising the others) are not exported."""
-        from .export import max_min_objective
+        from .export import check, max_min_objective
 
+        check(instance, "max_min_fairness_water_filling", params)
         log.info("water-filling solves one LP per level; the exported model is its first level")
         max_min_objective(built.model, built.layout.scale)
 
@@ -364,6 +365,9 @@ class FinishTimeFairness(RunMethodBase):
         self, instance: GpuClusterInstance, params: GpuClusterParams, built: Built
     ) -> None:
         """Refused: no one model has the ratio as its objective."""
+        from .export import check
+
+        check(instance, "finish_time_fairness", params)
         raise UsageError(
             "finish_time_fairness solves one feasibility LP per bisection step on the "
             "ratio (no single model has it as objective); `hetopt export` cannot write it"
@@ -471,6 +475,9 @@ class MaxTotalThroughput(RunMethodBase):
         self, instance: GpuClusterInstance, params: GpuClusterParams, built: Built
     ) -> None:
         """The total, not the mean the solved LP maximises."""
+        from .export import check
+
+        check(instance, "max_total_throughput", params)
         rescale_objective(built.model, float(instance.arrays.num_jobs))
 
     def run(self, session: Session, inst: GpuClusterInstance, params: GpuClusterParams) -> Outcome:
@@ -562,6 +569,9 @@ class MinCost(RunMethodBase):
         The exported LP asks for every SLO: when they cannot all be met together, hetopt
         first minimises the shortfall (a stage that is not exported) and the file is
         infeasible."""
+        from .export import check
+
+        check(instance, "min_cost", params)
         rescale_objective(built.model, 1.0 / float(pyo.value(built.model.c_ref)))
 
     def run(self, session: Session, inst: GpuClusterInstance, params: GpuClusterParams) -> Outcome:
