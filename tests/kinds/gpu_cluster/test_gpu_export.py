@@ -202,3 +202,15 @@ def test_generated_space_sharing(seed: int, objective: str, tmp_path: Path) -> N
     result = hetopt.solve(data, objective, OPTIONS)
     assert result.info["pair_columns"] > 0  # the LP has pair columns
     _check(data, objective, tmp_path)
+
+
+@pytest.mark.parametrize("objective", ["makespan", "max_min_fairness"])
+def test_agnostic_export_is_the_agnostic_lp(objective: str, tmp_path: Path) -> None:
+    """``agnostic=True`` exports the agnostic LP: its optimum is the LP's own value
+    (``info["agnostic_lp_value"]``), not the true value of its allocation."""
+    path = hetopt.examples.path("gpu_cluster/gavel_100.json")
+    result = hetopt.solve(path, objective, OPTIONS, agnostic=True)
+    out = hetopt.export_model(path, tmp_path / "m.mps", "mps", objective, agnostic=True)
+    status, value = _solve_file(out)
+    assert status == "Optimal"
+    assert math.isclose(value, result.info["agnostic_lp_value"], rel_tol=REL)
