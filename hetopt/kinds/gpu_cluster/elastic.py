@@ -241,6 +241,15 @@ class MaxProgress(BuildMethodBase):
     def build(self, instance: GpuClusterInstance, params: GpuClusterParams) -> Built:
         return build_max_progress(instance)
 
+    def export_objective(
+        self, instance: GpuClusterInstance, params: GpuClusterParams, built: Built
+    ) -> None:
+        """The MILP's objective is the reported one; only what a solve refuses is
+        refused."""
+        from .export import check
+
+        check(instance, "max_progress", params)
+
     def describe(
         self, instance: GpuClusterInstance, params: GpuClusterParams, built: Built
     ) -> dict[str, Any]:
@@ -536,6 +545,15 @@ class Reclaim(BuildMethodBase):
 
     def build(self, instance: GpuClusterInstance, params: GpuClusterParams) -> Built:
         return build_reclaim(instance, params.servers, params.server_type, params.shrink_cost)
+
+    def export_objective(
+        self, instance: GpuClusterInstance, params: GpuClusterParams, built: Built
+    ) -> None:
+        """The MILP's objective is the reported one; only what a solve refuses is
+        refused."""
+        from .export import check
+
+        check(instance, "reclaim", params)
 
     def describe(
         self, instance: GpuClusterInstance, params: GpuClusterParams, built: Built

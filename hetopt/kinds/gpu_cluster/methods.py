@@ -185,6 +185,15 @@ class MaxMinRead:
         info["lp_value"] = z / scale
         return float(jobs["normalized_throughput"].min()), None, None
 
+    def export_objective(
+        self, instance: GpuClusterInstance, params: GpuClusterParams, built: Built
+    ) -> None:
+        """The exported objective is ``z / kappa``, the value itself."""
+        from .export import check, max_min_objective
+
+        check(instance, "max_min_fairness", params)
+        max_min_objective(built.model, built.layout.scale)
+
 
 class MakespanRead:
     """Makespan: the value is ``t_ref / z`` seconds, every job's finish time goes to
@@ -212,6 +221,23 @@ class MakespanRead:
             return scale / z, None, None
         info["lp_value"] = scale / z
         return float(jobs["finish_s"].max()), None, None
+
+    def export_objective(
+        self, instance: GpuClusterInstance, params: GpuClusterParams, built: Built
+    ) -> None:
+        """The exported model is the LP in time variables (``tau = x * T``, minimise the
+        makespan ``T`` in seconds; :func:`.export.time_model`)."""
+        from .export import check, replace_model, time_model
+
+        check(instance, "makespan", params)
+        layout = built.layout
+        steps = instance.arrays.steps
+        reps = getattr(layout, "reps", None)  # space sharing: one row per group
+        if reps is None and layout.group_of is not None:
+            _, reps = np.unique(layout.group_of, return_index=True)
+        row_steps = steps if reps is None else steps[reps]
+        model = time_model(built.model, layout.scale, "c_progress", row_steps)
+        replace_model(built.model, model)
 
 
 def allocation_table(arr: Any, pairs: F.Pairs, x: np.ndarray) -> pd.DataFrame:

@@ -21,10 +21,11 @@ import pandas as pd
 import pyomo.environ as pyo
 
 from ...contract import Built, Outcome, RunMethodBase
-from ...errors import InstanceError
+from ...errors import InstanceError, UsageError
 from ...highs import RawSolution
 from ...options import SolveOptions
 from ...status import Status
+from .._shared.export import rescale_objective
 from . import formulations as F
 from . import policy_models as PM
 from . import verify as V
@@ -150,6 +151,18 @@ class WaterFilling(RunMethodBase):
         arr = instance.arrays
         thr = allocation_throughputs(arr, params.agnostic)
         return F.build_max_min_fairness(arr, thr, entity_weights(instance))
+
+    def export_objective(
+        self, instance: GpuClusterInstance, params: GpuClusterParams, built: Built
+    ) -> None:
+        """The first level, in true units (``z / kappa``): its optimum is the smallest
+        value, hetopt's ``objective_value``; the later levels (each freezing jobs and
+        raising the others) are not exported."""
+        from .export import check, max_min_objective
+
+        check(instance, "max_min_fairness_water_filling", params)
+        log.info("water-filling solves one LP per level; the exported model is its first level")
+        max_min_objective(built.model, built.layout.scale)
 
     def run(self, session: Session, inst: GpuClusterInstance, params: GpuClusterParams) -> Outcome:
         return _water_filling(session, inst, params.agnostic)
@@ -348,6 +361,18 @@ class FinishTimeFairness(RunMethodBase):
         arr = instance.arrays
         return PM.build_finish_time_fairness(arr, allocation_throughputs(arr, params.agnostic))
 
+    def export_objective(
+        self, instance: GpuClusterInstance, params: GpuClusterParams, built: Built
+    ) -> None:
+        """Refused: no one model has the ratio as its objective."""
+        from .export import check
+
+        check(instance, "finish_time_fairness", params)
+        raise UsageError(
+            "finish_time_fairness solves one feasibility LP per bisection step on the "
+            "ratio (no single model has it as objective); `hetopt export` cannot write it"
+        )
+
     def run(self, session: Session, inst: GpuClusterInstance, params: GpuClusterParams) -> Outcome:
         return _finish_time_fairness(session, inst, params.agnostic)
 
@@ -446,6 +471,15 @@ class MaxTotalThroughput(RunMethodBase):
         arr = instance.arrays
         return PM.build_max_total_throughput(arr, allocation_throughputs(arr, params.agnostic))
 
+    def export_objective(
+        self, instance: GpuClusterInstance, params: GpuClusterParams, built: Built
+    ) -> None:
+        """The total, not the mean the solved LP maximises."""
+        from .export import check
+
+        check(instance, "max_total_throughput", params)
+        rescale_objective(built.model, float(instance.arrays.num_jobs))
+
     def run(self, session: Session, inst: GpuClusterInstance, params: GpuClusterParams) -> Outcome:
         return _max_total_throughput(session, inst, params.agnostic)
 
@@ -526,6 +560,19 @@ class MinCost(RunMethodBase):
         arr = instance.arrays
         thr = allocation_throughputs(arr, params.agnostic)
         return PM.build_min_cost(arr, thr, _costs(instance), slo_need(instance))
+
+    def export_objective(
+        self, instance: GpuClusterInstance, params: GpuClusterParams, built: Built
+    ) -> None:
+        """Normalised throughput per $/h (the LP's objective divided by ``c_ref``).
+
+        The exported LP asks for every SLO: when they cannot all be met together, hetopt
+        first minimises the shortfall (a stage that is not exported) and the file is
+        infeasible."""
+        from .export import check
+
+        check(instance, "min_cost", params)
+        rescale_objective(built.model, 1.0 / float(pyo.value(built.model.c_ref)))
 
     def run(self, session: Session, inst: GpuClusterInstance, params: GpuClusterParams) -> Outcome:
         return _min_cost(session, inst, params.agnostic)
