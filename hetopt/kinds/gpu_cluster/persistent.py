@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import numpy as np
@@ -110,6 +111,36 @@ def _job_problem(i: int, job: GpuJob, workers: Mapping[str, int], instance: Any)
         raise InstanceError(
             f"entity {job.entity!r} has no weight in entity_weights", f"jobs[{i}].entity"
         )
+
+
+def _restore_basis(h: Any, col_status: list[Any], row_status: list[Any]) -> None:
+    """Give HiGHS back the basis of the rows and columns kept by a deletion (HiGHS drops
+    it): as many basic variables as rows, by making row slacks basic or nonbasic; HiGHS
+    repairs a singular basis itself, so the next solve is a warm dual simplex."""
+    import highspy
+
+    S = highspy.HighsBasisStatus
+    excess = col_status.count(S.kBasic) + row_status.count(S.kBasic) - len(row_status)
+    if excess > 0:  # too many basic: slacks of rows leave the basis (at their finite bound)
+        lo = h.getLp().row_lower_
+        for r, st in enumerate(row_status):
+            if excess == 0:
+                break
+            if st == S.kBasic:
+                row_status[r] = S.kLower if np.isfinite(lo[r]) else S.kUpper
+                excess -= 1
+    elif excess < 0:  # too few: slacks of rows enter it
+        for r, st in enumerate(row_status):
+            if excess == 0:
+                break
+            if st != S.kBasic:
+                row_status[r] = S.kBasic
+                excess += 1
+    b = highspy.HighsBasis()
+    b.col_status = col_status
+    b.row_status = row_status
+    b.valid = True
+    h.setBasis(b)
 
 
 class PersistentPolicy:
@@ -273,10 +304,21 @@ class PersistentPolicy:
         h = self.highs_model.highs
         cols = np.unique(cols[cols >= 0]).astype(np.int32)
         rows = np.unique(rows[rows >= 0]).astype(np.int32)
+        basis = h.getBasis()
+        keep_cols = keep_rows = None
+        if basis.valid:
+            keep_cols = np.ones(h.getNumCol(), dtype=bool)
+            keep_cols[cols] = False
+            keep_rows = np.ones(h.getNumRow(), dtype=bool)
+            keep_rows[rows] = False
+            col_status = list(compress(basis.col_status, keep_cols))
+            row_status = list(compress(basis.row_status, keep_rows))
         if len(cols):
             h.deleteCols(len(cols), cols)
         if len(rows):
             h.deleteRows(len(rows), rows)
+        if keep_cols is not None:
+            _restore_basis(h, col_status, row_status)
 
         def shift(a: np.ndarray, gone: np.ndarray) -> np.ndarray:
             out = a - np.searchsorted(gone, a)
