@@ -29,8 +29,11 @@ def _cold_check(policy: PersistentPolicy, warm: hetopt.Result) -> None:
 
 
 @pytest.mark.parametrize("objective", ["max_min_fairness", "makespan"])
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_seeded_churn_matches_cold_solves(objective: str, seed: int) -> None:
+@pytest.mark.parametrize(("seed", "compact_share"), [(0, 0.0), (1, 0.0), (2, 0.0), (3, 0.3)])
+def test_seeded_churn_matches_cold_solves(objective: str, seed: int, compact_share: float) -> None:
+    """Seeded sequences of removals + arrivals, weight/steps and throughput updates and
+    worker changes; ``compact_share=0.3`` keeps removed jobs switched off in the model
+    (deleted in batches) instead of deleting them at once."""
     rng = np.random.default_rng(seed)
     pool = generate(140, "k80=8,p100=8,v100=8", seed=seed).to_dict()["jobs"]
     for j in pool:  # distinct jobs: no symmetry to hide a wrong row
@@ -38,6 +41,7 @@ def test_seeded_churn_matches_cold_solves(objective: str, seed: int) -> None:
     d = generate(60, "k80=8,p100=8,v100=8", seed=seed).to_dict()
     d["jobs"] = pool[:60]
     policy = PersistentPolicy(GpuClusterInstance.from_dict(d), objective, OPTS)
+    policy.compact_share = compact_share
     _cold_check(policy, policy.solve())
     nxt = 60
     for step in range(8):
@@ -62,6 +66,8 @@ def test_seeded_churn_matches_cold_solves(objective: str, seed: int) -> None:
             pick = [ids[i] for i in rng.choice(len(ids), 2, replace=False)]
             policy.update_jobs(pick, throughput=[{"k80": 0.7, "v100": 2.0}, {"p100": 1.5}])
         _cold_check(policy, policy.solve())
+    policy.compact()
+    _cold_check(policy, policy.solve())
 
 
 def test_new_worker_type_and_jobs_using_it() -> None:
