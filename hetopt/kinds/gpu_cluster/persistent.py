@@ -28,7 +28,7 @@ __all__ = ["PersistentPolicy"]
 
 COMPACT_SHARE = 0.0
 """Share of the live model's rows that removed jobs may hold before they are deleted
-(:attr:`PersistentPolicy.compact_share`). 0: deleted at once. Measured at 2,000 jobs with
+(``PersistentPolicy.compact_share``). 0: deleted at once. Measured at 2,000 jobs with
 2 % churn per round (``bench_persistent_churn``): deleting them at once (rows and
 columns gone, the basis restored) re-solves in ~25 dual simplex iterations; keeping them
 switched off (columns fixed at 0, rows free) costs ~100 (the removed jobs' basic columns
@@ -176,6 +176,11 @@ class PersistentPolicy:
     scale of ``z`` (``kappa``, or ``t_ref`` for makespan) stays the first instance's:
     the objective's value does not depend on it.
 
+    Removed jobs' rows and columns are deleted from HiGHS at once and the basis is given
+    back (``compact_share = 0``, the default); with ``compact_share > 0`` they are only
+    switched off until they make up that share of the rows (:meth:`compact` deletes
+    them now). :attr:`instance` is always the changed instance.
+
     Examples
     --------
     >>> policy = PersistentPolicy(instance, "max_min_fairness")   # doctest: +SKIP
@@ -315,7 +320,7 @@ class PersistentPolicy:
     def _retire(self, cols: np.ndarray, rows: np.ndarray) -> None:
         """Switch columns (bounds 0) and rows (free) off: the basis and HiGHS's
         factorisation stay valid, so the next solve is a hot dual simplex. They are
-        deleted (:meth:`_delete`) once they make up :data:`COMPACT_SHARE` of the rows."""
+        deleted once they make up ``compact_share`` of the rows."""
         h = self.highs_model.highs
         cols = cols[cols >= 0].astype(np.int32)
         rows = rows[rows >= 0].astype(np.int32)
@@ -332,7 +337,7 @@ class PersistentPolicy:
 
     def compact(self) -> None:
         """Delete the rows and columns of removed jobs from the live model now (done
-        by itself once they are :data:`COMPACT_SHARE` of the rows; the basis is kept)."""
+        by itself once they are ``compact_share`` of the rows; the basis is kept)."""
         if not self._dead_cols and not self._dead_rows:
             return
         empty = np.zeros(0, dtype=np.int64)
@@ -445,7 +450,8 @@ class PersistentPolicy:
         self._zcoef = zc
 
     def add_jobs(self, jobs: Sequence[Mapping[str, Any] | GpuJob]) -> None:
-        """Add jobs (records as in an instance file, or :class:`GpuJob` objects), at
+        """Add jobs (records as in an instance file, or
+        :class:`~hetopt.kinds.gpu_cluster.GpuJob` objects), at
         the end of :attr:`instance`'s job list."""
         try:
             batch = _NewJobs.model_validate({"jobs": list(jobs)}).jobs
