@@ -468,11 +468,7 @@ class PersistentPolicy:
             if job.id in known:
                 raise InstanceError(f"duplicate job id {job.id!r}", f"jobs[{i}].id")
             known.add(job.id)
-            if self.objective == "makespan" and job.steps_remaining is None:
-                raise InstanceError(
-                    "required for the makespan objective (steps the job still has to run)",
-                    f"jobs[{i}].steps_remaining",
-                )
+            self._require_steps(i, job)
         add = ClusterArrays.from_instance(
             GpuClusterInstance.model_construct(workers=workers, jobs=batch)
         )
@@ -517,6 +513,13 @@ class PersistentPolicy:
         rows, types = np.nonzero(add.thr > 0)
         self._add_columns(rows + n0, types, arr)
         self._set_instance([*inst.jobs, *batch], workers, arr)
+
+    def _require_steps(self, i: int, job: GpuJob) -> None:
+        if self.objective == "makespan" and job.steps_remaining is None:
+            raise InstanceError(
+                "required for the makespan objective (steps the job still has to run)",
+                f"jobs[{i}].steps_remaining",
+            )
 
     def _check_weights(self, arr: ClusterArrays, jobs: list[GpuJob]) -> None:
         if self.objective != "max_min_fairness":
@@ -595,6 +598,7 @@ class PersistentPolicy:
             raise validation_to_instance_error(exc, None) from None
         for k, job in enumerate(batch):
             _job_problem(k, job, inst.workers, inst)
+            self._require_steps(k, job)
         rows = np.array([pos[j] for j in ids], dtype=np.int64)
         if len(np.unique(rows)) != len(rows):
             raise UsageError("update_jobs: an id is given twice")

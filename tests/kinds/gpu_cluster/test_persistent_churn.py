@@ -131,6 +131,9 @@ def test_bad_records_name_the_field() -> None:
         policy.update_jobs([inst.jobs[3].id], weight=[-1.0])
     assert err.value.field == "jobs[0].weight"
     with pytest.raises(InstanceError) as err:
+        policy.update_jobs([inst.jobs[3].id, inst.jobs[4].id], steps_remaining=[5.0, None])  # type: ignore[list-item]
+    assert err.value.field == "jobs[1].steps_remaining"
+    with pytest.raises(InstanceError) as err:
         policy.update_workers({"v100": 2.5})  # type: ignore[dict-item]
     assert err.value.field == "workers.v100"
     with pytest.raises(InstanceError) as err:
