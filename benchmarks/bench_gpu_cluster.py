@@ -131,3 +131,66 @@ def bench_gpu_cluster(benchmark, spec: BenchSpec) -> None:  # type: ignore[no-un
         direct_total_s=direct_total_s,
         ratio_to_direct=result.runtime_s / direct_total_s,
     )
+
+
+CHURN = register(
+    BenchSpec(
+        name="gpu_cluster/persistent_churn/2000",
+        kind="gpu_cluster",
+        objective="max_min_fairness",
+        size={"jobs": 2000, "workers": "k80=100,p100=100,v100=100", "churn": 20},
+        make=lambda: generate(2000 + 20, "k80=100,p100=100,v100=100", seed=1),
+    )
+)
+
+
+def bench_persistent_churn(benchmark) -> None:  # type: ignore[no-untyped-def]
+    """One scheduler round with 2 % churn (20 jobs leave, 20 arrive) on a live
+    ``PersistentPolicy``, against a cold ``hetopt.solve`` of the same changed instance
+    (issue 20's goal: the warm round costs <= 1/3 of the cold solve)."""
+    from hetopt.kinds.gpu_cluster import GpuClusterInstance, PersistentPolicy
+
+    assert CHURN.make is not None
+    pool = CHURN.make()
+    n, c = 2000, 20
+    d = pool.to_dict()
+    records = d["jobs"]
+    d["jobs"] = records[:n]
+    opts = SolveOptions(threads=1)
+    policy = PersistentPolicy(GpuClusterInstance.from_dict(d), "max_min_fairness", opts)
+    policy.solve()
+    leaving = [records[i]["id"] for i in range(0, n, n // c)][:c]
+
+    def round_() -> hetopt.Result:
+        policy.remove_jobs(leaving)
+        policy.add_jobs(records[n : n + c])
+        return policy.solve()
+
+    t0 = time.perf_counter()
+    warm = benchmark.pedantic(round_, rounds=1, iterations=1)
+    warm_s = time.perf_counter() - t0
+    changed = GpuClusterInstance.from_dict(policy.instance.to_dict())
+    t0 = time.perf_counter()
+    cold = hetopt.solve(changed, "max_min_fairness", opts)
+    cold_s = time.perf_counter() - t0
+    # the same per-job LP the live model holds (no symmetry groups), cold
+    t0 = time.perf_counter()
+    per_job = hetopt.solve(changed, "max_min_fairness", opts, symmetry=False)
+    per_job_s = time.perf_counter() - t0
+    assert warm.status == Status.OPTIMAL and warm.verification.ok
+    assert warm.objective_value == pytest.approx(cold.objective_value, rel=1e-9)
+    assert per_job.objective_value == pytest.approx(cold.objective_value, rel=1e-9)
+    record(
+        benchmark,
+        warm,
+        jobs=n,
+        churn=c,
+        warm_round_s=warm_s,
+        cold_solve_s=cold_s,
+        warm_to_cold=warm_s / cold_s,
+        cold_highs_s=cold.timings["solve_s"],
+        cold_symmetry_groups=cold.info.get("symmetry_groups"),
+        cold_per_job_s=per_job_s,
+        warm_to_cold_per_job=warm_s / per_job_s,
+        warm_simplex_iterations=warm.info.get("simplex_iterations"),
+    )
