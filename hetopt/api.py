@@ -136,11 +136,9 @@ def _export_model(
     kind = kind_of(inst)
     try:
         name = kind.resolve_objective(inst, objective)
-        if not kind.methods:  # TEMPORARY: a kind not yet on the pipeline (issue 12)
-            kind.check_params(dict(params))
-            return kind.build(inst, name, **params)
         parsed = kind.parse_params(dict(params))
         inst = kind.instance_for(inst, parsed)
+        kind.check(inst, name, parsed)  # export refuses what solve refuses, before building
         method = kind.method_for(name, inst, parsed)
         built = method.build(inst, parsed)
         hook = getattr(method, "export_objective", None)
