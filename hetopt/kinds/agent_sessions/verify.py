@@ -68,6 +68,41 @@ class _Steps:
         return self.levels[k] if k >= 0 else 0
 
 
+def _replay(
+    gpus: Mapping[str, Any],
+    held_on: Mapping[str, list[tuple[float, float, int]]],
+    problems: list[str],
+) -> dict[str, tuple[_Steps, _Steps]]:
+    """Per GPU, the KV it holds (``held_on``: ``(start_s, end_s, tokens)``) and its
+    active batch as step functions; a GPU above its capacity at any event is a problem."""
+    replays: dict[str, tuple[_Steps, _Steps]] = {}
+    for g, gpu in gpus.items():
+        kept_steps = _Steps(held_on.get(g, []))
+        active_steps = _Steps([(a.start_s, a.end_s, a.tokens) for a in gpu.active_kv or []])
+        replays[g] = (kept_steps, active_steps)
+        for t in sorted(set(kept_steps.times) | set(active_steps.times)):
+            total = kept_steps.at(t) + active_steps.at(t)
+            if total > gpu.kv_capacity_tokens:
+                problems.append(
+                    f"GPU {g} holds {total} tokens at t={t:g} s (capacity {gpu.kv_capacity_tokens})"
+                )
+                break
+    return replays
+
+
+def _timeline_rows(
+    tables: Mapping[str, Any], gpus: Mapping[str, Any], problems: list[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """The ``memory_timeline`` rows per known GPU (a row naming another is a problem)."""
+    by_gpu: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in tables["memory_timeline"].to_dict("records"):
+        if str(r["gpu"]) not in gpus:
+            problems.append(f"memory_timeline names an unknown GPU {r['gpu']!r}")
+            continue
+        by_gpu[str(r["gpu"])].append(r)
+    return by_gpu
+
+
 def verify(
     instance: AgentSessionsInstance,
     objective: str,
@@ -155,26 +190,10 @@ def verify(
                 kept_on[g].append((p.start_s, p.end_s, p.context_tokens))
 
     # --- replay the timeline
-    replays: dict[str, tuple[_Steps, _Steps]] = {}
-    for g, gpu in gpus.items():
-        kept_steps = _Steps(kept_on.get(g, []))
-        active_steps = _Steps([(a.start_s, a.end_s, a.tokens) for a in gpu.active_kv or []])
-        replays[g] = (kept_steps, active_steps)
-        for t in sorted(set(kept_steps.times) | set(active_steps.times)):
-            total = kept_steps.at(t) + active_steps.at(t)
-            if total > gpu.kv_capacity_tokens:
-                problems.append(
-                    f"GPU {g} holds {total} tokens at t={t:g} s (capacity {gpu.kv_capacity_tokens})"
-                )
-                break
+    replays = _replay(gpus, kept_on, problems)
 
     # --- memory timeline
-    by_gpu: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in tables["memory_timeline"].to_dict("records"):
-        if str(r["gpu"]) not in gpus:
-            problems.append(f"memory_timeline names an unknown GPU {r['gpu']!r}")
-            continue
-        by_gpu[str(r["gpu"])].append(r)
+    by_gpu = _timeline_rows(tables, gpus, problems)
     for g, gpu in gpus.items():
         rows = sorted(by_gpu.get(g, []), key=lambda r: float(r["start_s"]))
         bounds: set[float] = set()
@@ -382,27 +401,11 @@ def verify_migration(
             gpu_mig[v] += mig
 
     # --- replay every GPU's holdings with its active batch
-    replays: dict[str, tuple[_Steps, _Steps]] = {}
-    for g, gpu in gpus.items():
-        held = [iv for iv in held_on.get(g, []) if iv[1] > iv[0]]
-        kept_steps = _Steps(held)
-        active_steps = _Steps([(a.start_s, a.end_s, a.tokens) for a in gpu.active_kv or []])
-        replays[g] = (kept_steps, active_steps)
-        for t in sorted(set(kept_steps.times) | set(active_steps.times)):
-            total = kept_steps.at(t) + active_steps.at(t)
-            if total > gpu.kv_capacity_tokens:
-                problems.append(
-                    f"GPU {g} holds {total} tokens at t={t:g} s (capacity {gpu.kv_capacity_tokens})"
-                )
-                break
+    nonempty = {g: [iv for iv in ivs if iv[1] > iv[0]] for g, ivs in held_on.items()}
+    replays = _replay(gpus, nonempty, problems)
 
     # --- memory timeline against the replay
-    by_gpu: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in tables["memory_timeline"].to_dict("records"):
-        if str(r["gpu"]) not in gpus:
-            problems.append(f"memory_timeline names an unknown GPU {r['gpu']!r}")
-            continue
-        by_gpu[str(r["gpu"])].append(r)
+    by_gpu = _timeline_rows(tables, gpus, problems)
     for g, gpu in gpus.items():
         trows = sorted(by_gpu.get(g, []), key=lambda r: float(r["start_s"]))
         for a, b in itertools.pairwise(trows):
