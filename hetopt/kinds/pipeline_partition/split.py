@@ -41,6 +41,7 @@ from .training import (
     stage_times,
     tp_degrees,
     transfer_ms,
+    transition_keys,
     usage_dp,
     work_lower_bound,
 )
@@ -92,16 +93,7 @@ def build_split(inst: TrainingInstance, stage_cap: int | None = None) -> Built:
     m = pyo.ConcreteModel(name="pipeline_partition_batch_split")
     m.STAGE_COLS = pyo.RangeSet(0, A * C - 1)
     m.stage = pyo.Var(m.STAGE_COLS, domain=pyo.Binary)
-    trans_keys: list[tuple[int, int, int, int]] = []
-    if comm is not None:
-        ends = {(int(e), int(t)) for e, t in zip(arcs.end, arcs.type, strict=True) if e < L}
-        starts = {(int(s), int(t)) for s, t in zip(arcs.start, arcs.type, strict=True) if s > 0}
-        for c in range(C):
-            for b in range(1, L):
-                for t in range(Tn):
-                    for u in range(Tn):
-                        if (b, t) in ends and (b, u) in starts:
-                            trans_keys.append((b, t, u, c))
+    trans_keys = transition_keys(arcs, L, Tn, C) if comm is not None else []
     R = len(trans_keys)
     m.TRANSITIONS = pyo.RangeSet(0, R - 1)
     m.transition = pyo.Var(m.TRANSITIONS, domain=pyo.Binary)

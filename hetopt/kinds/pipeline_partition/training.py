@@ -176,6 +176,24 @@ class TrainingLayout:
     """Per ``transition`` column: (boundary, from type, to type, copy)."""
 
 
+def transition_keys(
+    arcs: StageArcs, L: int, Tn: int, copies: int
+) -> list[tuple[int, int, int, int]]:
+    """``(boundary b, type t, type u, copy c)`` for every boundary where a stage of type ``t``
+    can end and one of type ``u`` can start: the ``transition`` columns of the models with
+    activation transfers."""
+    ends = {(int(e), int(t)) for e, t in zip(arcs.end, arcs.type, strict=True) if e < L}
+    starts = {(int(s), int(t)) for s, t in zip(arcs.start, arcs.type, strict=True) if s > 0}
+    return [
+        (b, t, u, c)
+        for c in range(copies)
+        for b in range(1, L)
+        for t in range(Tn)
+        for u in range(Tn)
+        if (b, t) in ends and (b, u) in starts
+    ]
+
+
 def max_stages(inst: TrainingInstance, cap: int | None) -> int:
     n = min(len(inst.layers), sum(d.count for d in inst.devices))
     return n if cap is None else min(n, cap)
@@ -200,16 +218,7 @@ def build(inst: TrainingInstance, objective: str, stage_cap: int | None = None) 
     m = pyo.ConcreteModel(name=f"pipeline_partition_{objective}")
     m.STAGE_COLS = pyo.RangeSet(0, A * C - 1)
     m.stage = pyo.Var(m.STAGE_COLS, domain=pyo.Binary)
-    trans_keys: list[tuple[int, int, int, int]] = []
-    if comm is not None:
-        ends = {(int(e), int(t)) for e, t in zip(arcs.end, arcs.type, strict=True) if e < L}
-        starts = {(int(s), int(t)) for s, t in zip(arcs.start, arcs.type, strict=True) if s > 0}
-        for c in range(C):
-            for b in range(1, L):
-                for t in range(Tn):
-                    for u in range(Tn):
-                        if (b, t) in ends and (b, u) in starts:
-                            trans_keys.append((b, t, u, c))
+    trans_keys = transition_keys(arcs, L, Tn, C) if comm is not None else []
     R = len(trans_keys)
     m.TRANSITIONS = pyo.RangeSet(0, R - 1)
     m.transition = pyo.Var(m.TRANSITIONS, domain=pyo.Binary)
