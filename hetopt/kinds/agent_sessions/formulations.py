@@ -248,47 +248,83 @@ def add_capacity_rows(
     point, ``c_capacity[v]: sum_{k kept over ev_time[v]} tokens_k keep[k] <= ev_cap[v]``
     (the interval matrix of the offline caching problem), rows that cannot bind left out.
     """
-    K, V = pc.num_keep, pc.num_events
+    K = pc.num_keep
     if not K:
         return
     tok = arr.p_tokens[pc.k_pause].astype(float)
-    keep_cols = c.keep0 + np.arange(K)
+    event_capacity_rows(
+        m,
+        ev_gpu=pc.ev_gpu,
+        ev_cap=pc.ev_cap,
+        add=pc.k_add,
+        sub=pc.k_sub,
+        gpu_of=pc.k_gpu,
+        tok=tok,
+        cols=c.keep0 + np.arange(K),
+        kv0=c.kv0,
+        num_gpus=arr.num_gpus,
+        xs=c.xs,
+        sweep=sweep,
+    )
+
+
+def event_capacity_rows(
+    m: pyo.ConcreteModel,
+    *,
+    ev_gpu: np.ndarray,
+    ev_cap: np.ndarray,
+    add: np.ndarray,
+    sub: np.ndarray,
+    gpu_of: np.ndarray,
+    tok: np.ndarray,
+    cols: np.ndarray,
+    kv0: int,
+    num_gpus: int,
+    xs: list[Any],
+    sweep: bool,
+) -> None:
+    """The memory rows of :func:`add_capacity_rows` for items (kept pauses, or held
+    intervals of the migration model) that occupy ``tok[i]`` tokens on column ``cols[i]``
+    from event point ``add[i]`` to before ``sub[i]`` (``-1``: to the end of GPU
+    ``gpu_of[i]``'s events); event points are sorted by GPU (``ev_gpu``) with capacities
+    ``ev_cap``; ``kv0`` is the first ``kv`` column (sweep form)."""
+    V = len(ev_gpu)
     if sweep:
         first = np.ones(V, dtype=bool)
-        first[1:] = pc.ev_gpu[1:] != pc.ev_gpu[:-1]
+        first[1:] = ev_gpu[1:] != ev_gpu[:-1]
         prev = np.nonzero(~first)[0]
-        ends = np.nonzero(pc.k_sub >= 0)[0]
+        ends = np.nonzero(sub >= 0)[0]
         m.c_sweep = LinearRows.from_coo(
-            np.concatenate([np.arange(V), prev, pc.k_add, pc.k_sub[ends]]),
-            np.concatenate([c.kv0 + np.arange(V), c.kv0 + prev - 1, keep_cols, keep_cols[ends]]),
+            np.concatenate([np.arange(V), prev, add, sub[ends]]),
+            np.concatenate([kv0 + np.arange(V), kv0 + prev - 1, cols, cols[ends]]),
             np.concatenate([np.ones(V), -np.ones(len(prev)), -tok, tok[ends]]),
             V,
             np.zeros(V),
             np.zeros(V),
-            c.xs,
+            xs,
         )
         return
-    # pause k covers event points k_add[k] .. last[k] (those before its end)
-    gpu_end = np.searchsorted(pc.ev_gpu, np.arange(arr.num_gpus), side="right")
-    last = np.where(pc.k_sub >= 0, pc.k_sub, gpu_end[pc.k_gpu]) - 1
-    n = last - pc.k_add + 1
-    rows = np.repeat(pc.k_add, n) + (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n))
-    k_of = np.repeat(np.arange(K), n)
+    # item i covers event points add[i] .. last[i] (those before its end)
+    gpu_end = np.searchsorted(ev_gpu, np.arange(num_gpus), side="right")
+    last = np.where(sub >= 0, sub, gpu_end[gpu_of]) - 1
+    n = np.maximum(last - add + 1, 0)
+    rows = np.repeat(add, n) + (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n))
+    i_of = np.repeat(np.arange(len(add)), n)
     demand = np.zeros(V)
-    np.add.at(demand, rows, tok[k_of])
-    binding = np.nonzero(demand > pc.ev_cap)[0]
+    np.add.at(demand, rows, tok[i_of])
+    binding = np.nonzero(demand > ev_cap)[0]
     renum = np.full(V, -1)
     renum[binding] = np.arange(len(binding))
     sel = renum[rows] >= 0
     R = len(binding)
     m.c_capacity = LinearRows.from_coo(
         renum[rows[sel]],
-        keep_cols[k_of[sel]],
-        tok[k_of[sel]],
+        cols[i_of[sel]],
+        tok[i_of[sel]],
         R,
         np.full(R, -INF),
-        pc.ev_cap[binding].astype(float),
-        c.xs,
+        ev_cap[binding].astype(float),
+        xs,
     )
 
 

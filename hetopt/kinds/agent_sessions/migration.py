@@ -360,44 +360,20 @@ def _capacity_rows(
     N, V = len(mc.it_hold), mc.num_events
     if not N:
         return
-    tok = mc.it_tokens.astype(float)
-    cols = h0 + mc.it_hold
-    if sweep:
-        first = np.ones(V, dtype=bool)
-        first[1:] = mc.ev_gpu[1:] != mc.ev_gpu[:-1]
-        prev = np.nonzero(~first)[0]
-        ends = np.nonzero(mc.it_sub >= 0)[0]
-        m.c_sweep = LinearRows.from_coo(
-            np.concatenate([np.arange(V), prev, mc.it_add, mc.it_sub[ends]]),
-            np.concatenate([kv0 + np.arange(V), kv0 + prev - 1, cols, cols[ends]]),
-            np.concatenate([np.ones(V), -np.ones(len(prev)), -tok, tok[ends]]),
-            V,
-            np.zeros(V),
-            np.zeros(V),
-            xs,
-        )
-        return
     G = int(mc.ev_gpu.max()) + 1 if V else 0
-    gpu_end = np.searchsorted(mc.ev_gpu, np.arange(G), side="right")
-    last = np.where(mc.it_sub >= 0, mc.it_sub, gpu_end[mc.it_gpu]) - 1
-    n = np.maximum(last - mc.it_add + 1, 0)
-    rows = np.repeat(mc.it_add, n) + (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n))
-    i_of = np.repeat(np.arange(N), n)
-    demand = np.zeros(V)
-    np.add.at(demand, rows, tok[i_of])
-    binding = np.nonzero(demand > mc.ev_cap)[0]
-    renum = np.full(V, -1)
-    renum[binding] = np.arange(len(binding))
-    sel = renum[rows] >= 0
-    R = len(binding)
-    m.c_capacity = LinearRows.from_coo(
-        renum[rows[sel]],
-        cols[i_of[sel]],
-        tok[i_of[sel]],
-        R,
-        np.full(R, -INF),
-        mc.ev_cap[binding].astype(float),
-        xs,
+    F.event_capacity_rows(
+        m,
+        ev_gpu=mc.ev_gpu,
+        ev_cap=mc.ev_cap,
+        add=mc.it_add,
+        sub=mc.it_sub,
+        gpu_of=mc.it_gpu,
+        tok=mc.it_tokens.astype(float),
+        cols=h0 + mc.it_hold,
+        kv0=kv0,
+        num_gpus=G,
+        xs=xs,
+        sweep=sweep,
     )
 
 
