@@ -3,22 +3,22 @@
 When a parameter is ``"auto"`` (``client_selection`` ``method``, ``human_robot``
 ``method``, ``multicore`` ``formulation``) the kind picks a method from the instance.
 Every such choice is reported in ``Result.info["method_choice"]`` (one line: what ran,
-why, and the parameter that chooses otherwise) and logged on the kind's logger: at
-``WARNING`` when the choice falls back from a faster exact path or to a method without an
-optimality proof, at ``INFO`` otherwise. The command line shows warnings on stderr
+why, and the parameter that chooses otherwise) and logged once on the kind's logger when
+the method runs (:func:`hetopt.pipeline.announce_choice`): at ``WARNING`` when the choice
+falls back from a faster exact path or to a method without an optimality proof, at
+``INFO`` otherwise. The command line shows warnings on stderr
 (``hetopt: warning: ...``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import logging
 from dataclasses import dataclass
 from typing import Any
 
 from ...contract import Detail, Outcome
 
-__all__ = ["CHOICE_DETAIL", "Choice", "ReportsChoice", "announce", "chosen"]
+__all__ = ["CHOICE_DETAIL", "Choice", "ReportsChoice", "chosen"]
 
 CHOICE_DETAIL = Detail(
     "method_choice",
@@ -34,12 +34,6 @@ class Choice:
 
     text: str
     fallback: bool = False
-
-
-def announce(log: logging.Logger, kind: str, choice: Choice) -> None:
-    """Log ``choice`` (a warning for a fallback)."""
-    level = logging.WARNING if choice.fallback else logging.INFO
-    log.log(level, "%s: %s", kind, choice.text)
 
 
 class ReportsChoice:
