@@ -553,6 +553,7 @@ def finish(
         info=dict(outcome.details),
         report=session.report() if session is not None else None,
         params=_params_dict(session.params if session is not None else None),
+        instance=instance,
     )
     if result.status.has_solution:
         result = _enforce(replace(result, verification=verify(kind, instance, result)))

@@ -149,6 +149,11 @@ class Result:
     params
         The kind parameters the solve ran with (validated, defaults filled in), so a
         verifier or a reader knows exactly what was solved.
+    instance
+        The validated instance that was solved, so a re-plan needs only the result
+        (e.g. ``hetopt.kinds.human_robot.replan(result, now_s)``). It is not part of
+        :meth:`to_dict` and is not pickled (a result sent between processes, or read
+        back with :meth:`from_dict`, has ``instance=None``).
 
     Results are built by :mod:`hetopt.pipeline` only (and rebuilt by :meth:`from_dict`).
     """
@@ -167,6 +172,17 @@ class Result:
     info: Mapping[str, Any] = field(default_factory=dict)
     report: SolverReport | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
+    instance: Any = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the instance stays behind: a sub-solve's result crossing a process boundary
+        # must not ship its sub-instance back
+        state = dict(self.__dict__)
+        state["instance"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
 
     def __getattr__(self, name: str) -> pd.DataFrame:
         # ``result.allocation`` as a shortcut for ``result.tables["allocation"]``

@@ -164,17 +164,24 @@ KIND = HumanRobotKind()
 
 
 def replan(
-    instance: HumanRobotInstance,
-    previous: Result,
-    now_s: float,
+    previous: Result | HumanRobotInstance,
+    *args: Result | float,
+    now_s: float | None = None,
     objective: str | None = None,
     options: SolveOptions | None = None,
     overrides: Mapping[str, tuple[str, float]] | None = None,
     method: str = "auto",
     delays: Mapping[str, float] | None = None,
+    instance: HumanRobotInstance | None = None,
 ) -> Result:
     """Re-solve with the past fixed: tasks that ``previous`` started before ``now_s``
     keep their agent and start; the others start at or after ``now_s``.
+
+    Call it as ``replan(result, now_s, delays=...)``: the result of
+    :func:`hetopt.solve` carries the instance it solved (:attr:`hetopt.Result.instance`).
+    Pass ``instance=`` for a result without one (read back from JSON), or to re-plan
+    against a changed instance; the older form ``replan(instance, result, now_s)`` is
+    accepted too.
 
     ``overrides`` records deviations, e.g. ``{"t3": ("h1", 42.0)}`` when a human started
     ``t3`` at 42 s instead of the planned time (it counts as started). ``delays`` maps a
@@ -183,7 +190,43 @@ def replan(
     delay, on its planned agent; a task planned later cannot start before that time (its
     release time). :func:`plan_diff` shows what changed. The solve goes through
     :func:`hetopt.pipeline.solve` (``fixed`` and ``now_s`` parameters).
+
+    Raises
+    ------
+    UsageError
+        Without an instance (neither on the result nor given), for a task in ``delays``
+        that is not in the previous schedule, or for a negative or non-finite delay.
     """
+    given = list(args) + ([] if now_s is None else [now_s])
+    if isinstance(previous, HumanRobotInstance):  # the older form: replan(instance, result, now_s)
+        if instance is not None:
+            raise UsageError("replan(instance, result, now_s): instance given twice")
+        if not given or not isinstance(given[0], Result):
+            raise UsageError(
+                "replan(instance, result, now_s): the second argument must be a Result"
+            )
+        instance = previous
+        first: object = given.pop(0)
+    else:
+        first = previous
+    if len(given) != 1:
+        raise UsageError(
+            "replan(result, now_s, ...): give now_s once; the other arguments are keywords"
+        )
+    when = given[0]
+    if not isinstance(first, Result):
+        raise UsageError(f"replan: expected a Result, got {type(first).__name__}")
+    previous = first
+    if isinstance(when, Result) or not isinstance(when, int | float) or not math.isfinite(when):
+        raise UsageError(f"replan: now_s must be a finite number of seconds, got {when!r}")
+    now_s = float(when)
+    if instance is None:
+        instance = previous.instance
+    if not isinstance(instance, HumanRobotInstance):
+        raise UsageError(
+            "replan: the result does not carry its human_robot instance (it was read "
+            "back from JSON or sent between processes): pass instance="
+        )
     sched = previous.tables["schedule"]
     planned = {
         str(t): (str(a), float(s))

@@ -55,3 +55,69 @@ def test_bad_delays_name_the_task() -> None:
     task = str(first.schedule["task"].iloc[0])
     with pytest.raises(hetopt.UsageError, match=">= 0"):
         replan(inst, first, 1.0, delays={task: -1.0})
+
+
+# ------------------------------------------------ result-first form (issue 20)
+def test_result_first_form_equals_the_instance_first_form() -> None:
+    inst = hetopt.read_instance(SMALL)
+    first = hetopt.solve(inst, "makespan")
+    assert first.instance is not None  # the result carries what it solved
+    sched = first.schedule.set_index("task")
+    task = str(sched["start_s"].idxmin())
+    now = float(sched.loc[task, "start_s"]) + 0.5
+    a = replan(first, now, delays={task: 3.0})
+    b = replan(inst, first, now, delays={task: 3.0})
+    c = replan(first, now_s=now, delays={task: 3.0})
+    assert a.ok and b.ok and c.ok
+    assert a.objective_value == pytest.approx(b.objective_value, rel=1e-9)
+    assert a.schedule.equals(b.schedule) and a.schedule.equals(c.schedule)
+    # chained: the re-plan's result carries the instance it solved
+    assert a.instance is not None
+    d = replan(a, now + 1.0)
+    assert d.ok
+    kept = a.schedule[a.schedule["start_s"] < now + 1.0].set_index("task")
+    after = d.schedule.set_index("task").loc[kept.index]
+    assert (after["agent"] == kept["agent"]).all()
+    assert after["start_s"].to_numpy() == pytest.approx(kept["start_s"].to_numpy())
+
+
+def test_a_result_read_back_from_json_needs_its_instance() -> None:
+    inst = hetopt.read_instance(SMALL)
+    first = hetopt.solve(inst, "makespan")
+    back = hetopt.Result.from_json(first.to_json())
+    assert back.instance is None
+    with pytest.raises(hetopt.UsageError, match="pass instance="):
+        replan(back, 1.0)
+    again = replan(back, 1.0, instance=inst)
+    assert again.objective_value == pytest.approx(replan(first, 1.0).objective_value)
+
+
+def test_the_instance_is_not_pickled() -> None:
+    import pickle
+
+    first = hetopt.solve(hetopt.read_instance(SMALL), "makespan")
+    back = pickle.loads(pickle.dumps(first))
+    assert back.instance is None
+    assert back.objective_value == first.objective_value
+    assert back.schedule.equals(first.schedule)
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "match"),
+    [
+        ((), {}, "give now_s once"),
+        ((1.0,), {"now_s": 2.0}, "give now_s once"),
+        (("soon",), {}, "finite number"),
+        ((float("nan"),), {}, "finite number"),
+    ],
+)
+def test_bad_calls_say_what_is_expected(args, kwargs, match) -> None:
+    first = hetopt.solve(hetopt.read_instance(SMALL), "makespan")
+    with pytest.raises(hetopt.UsageError, match=match):
+        replan(first, *args, **kwargs)
+
+
+def test_instance_first_form_needs_a_result() -> None:
+    inst = hetopt.read_instance(SMALL)
+    with pytest.raises(hetopt.UsageError, match="must be a Result"):
+        replan(inst, 1.0)
