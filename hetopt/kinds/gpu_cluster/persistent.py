@@ -15,7 +15,7 @@ from ...errors import InstanceError, UsageError
 from ...instance import validation_to_instance_error
 from ...options import SolveOptions
 from .data import ClusterArrays, GpuClusterInstance, GpuJob
-from .formulations import agnostic_throughputs
+from .formulations import agnostic_throughputs, job_groups
 from .maxmin import INF, MaxMinLayout, Pairs
 
 if TYPE_CHECKING:
@@ -81,6 +81,19 @@ class _View:
         out = np.zeros(len(self._alloc))
         out[ok] = np.asarray(x)[self._alloc[ok]]
         return out
+
+
+def _group_keys(arr: ClusterArrays, rows: np.ndarray, by_steps: bool) -> list[bytes]:
+    """The symmetry-group keys of jobs ``rows``: the data
+    :func:`~hetopt.kinds.gpu_cluster.formulations.job_groups` groups by (scale factor,
+    weight, throughputs, and steps for makespan; the usable types follow from these and
+    the cluster), as bytes. Jobs with equal keys are interchangeable in the LP."""
+    rows = np.asarray(rows, dtype=np.int64)
+    cols = [arr.scale[rows, None], arr.weight[rows, None], arr.thr[rows]]
+    if by_steps:
+        cols.append(arr.steps[rows, None])
+    key = np.ascontiguousarray(np.hstack(cols), dtype=float) + 0.0  # -0.0 is 0.0
+    return [r.tobytes() for r in key]
 
 
 def _job_problem(i: int, job: GpuJob, workers: Mapping[str, int], instance: Any) -> None:
@@ -164,19 +177,28 @@ class PersistentPolicy:
     * :meth:`update_jobs` when a job's ``steps_remaining``, ``weight`` or
       ``throughput`` changes.
 
+    The model is the kind's own (``max_min_fairness`` or ``makespan`` without space
+    sharing). By default (``symmetry=True``, as :func:`hetopt.solve`) it has one row per
+    group of identical jobs (same scale factor, weight, throughputs, and steps for
+    makespan), whose GPUs count ``mult`` times in the capacity rows, exactly as the cold
+    grouped LP; every job of a group gets the group's shares. Churn splits and merges
+    groups in place: a job leaving or joining a group changes its capacity
+    coefficients, a job unlike every other creates a group (its rows and columns), the
+    last job leaving a group deletes them, and :meth:`update_jobs` moves a job between
+    groups. With ``symmetry=False`` (and always for the agnostic baseline) the model has
+    one row per job.
+
     Each change edits only the rows and columns it touches (``addCols``/``addRows``,
     ``deleteCols``/``deleteRows``, ``changeCoeff``, bounds) and validates only the new
     or changed records (with the kind's own record model, errors naming
     ``jobs[i].field`` of the batch given); the instance is never re-validated whole.
-    The model is the kind's own (``max_min_fairness`` or ``makespan`` without space
-    sharing, one row per job: no symmetry groups), held by a
-    :class:`~hetopt.pipeline.Session`; every :meth:`solve` returns a result built and
-    verified by :func:`hetopt.pipeline.finish` against :attr:`instance`, the changed
-    instance, whose optimum is the one a cold :func:`hetopt.solve` of it finds. The
-    scale of ``z`` (``kappa``, or ``t_ref`` for makespan) stays the first instance's:
-    the objective's value does not depend on it.
+    The model is held by a :class:`~hetopt.pipeline.Session`; every :meth:`solve`
+    returns a result built and verified by :func:`hetopt.pipeline.finish` against
+    :attr:`instance`, the changed instance, whose optimum is the one a cold
+    :func:`hetopt.solve` of it finds. The scale of ``z`` (``kappa``, or ``t_ref`` for
+    makespan) stays the first instance's: the objective's value does not depend on it.
 
-    Removed jobs' rows and columns are deleted from HiGHS at once and the basis is given
+    Removed rows and columns are deleted from HiGHS at once and the basis is given
     back (``compact_share = 0``, the default); with ``compact_share > 0`` they are only
     switched off until they make up that share of the rows (:meth:`compact` deletes
     them now). :attr:`instance` is always the changed instance.
@@ -197,6 +219,7 @@ class PersistentPolicy:
         objective: str = "max_min_fairness",
         options: SolveOptions | None = None,
         agnostic: bool = False,
+        symmetry: bool = True,
     ):
         from ...pipeline import Session
         from . import KIND
@@ -209,8 +232,10 @@ class PersistentPolicy:
             )
         self.options = options or SolveOptions()
         self.agnostic = agnostic
-        # one row per job (no symmetry groups): updates address jobs' rows and columns
-        self._params = KIND.parse_params({"agnostic": agnostic, "symmetry": False})
+        self.symmetry = bool(symmetry) and not agnostic
+        """One row per group of identical jobs (the agnostic baseline: one per job, as
+        :func:`hetopt.solve`: its true value is not unique)."""
+        self._params = KIND.parse_params({"agnostic": agnostic, "symmetry": self.symmetry})
         KIND.check(instance, self.objective, self._params)  # as hetopt.solve would
         self._instance0 = instance
         self.instance = instance
@@ -223,28 +248,63 @@ class PersistentPolicy:
 
     # ------------------------------------------------------------------ bookkeeping
     def _index_live_model(self, built: Built) -> None:
-        """Where each job's rows and columns are in HiGHS (current job order)."""
+        """Where each group's (each job's) rows and columns are in HiGHS.
+
+        The live model's rows are groups ``g = 0..G-1``: ``_group_of[i]`` is job ``i``'s
+        group, ``_mult[g]`` its number of jobs, and ``_col[g, t]``, ``_time_row[g]``,
+        ``_value_row[g]``, ``_p_ref[g]``, ``_zcoef[g]`` its HiGHS columns, rows and
+        normalisation. Without symmetry every job is its own group (``g = i``)."""
         arr = self.instance.arrays
         m, hm = built.model, self._live.highs_model
         layout = built.layout
         n, T = arr.num_jobs, len(arr.types)
+        if self.symmetry:
+            # the grouping the cold model was built with (its rows are these groups,
+            # in this order; all jobs distinct: one group per job, in job order)
+            group_of, reps, mult = job_groups(arr, self._by_steps)
+        else:
+            group_of, reps, mult = np.arange(n), np.arange(n), np.ones(n)
+        G = len(reps)
         self._scale = float(layout.scale)
-        col = np.full((n, T), -1, dtype=np.int64)
+        col = np.full((G, T), -1, dtype=np.int64)
         pairs = layout.pairs
         col[pairs.job, pairs.type] = self._live.compiled.columns_of(m.alloc, range(len(pairs)))
         self._col = col
-        self._time_row = np.array([hm.row(m.c_time[i]) for i in range(n)], dtype=np.int64)
+        self._time_row = np.array([hm.row(m.c_time[g]) for g in range(G)], dtype=np.int64)
         value_rows = getattr(m, layout.value_rows)
-        self._value_row = np.array([hm.row(value_rows[i]) for i in range(n)], dtype=np.int64)
+        self._value_row = np.array([hm.row(value_rows[g]) for g in range(G)], dtype=np.int64)
         self._cap_row = np.array([hm.row(m.c_capacity[t]) for t in range(T)], dtype=np.int64)
         self._zcol = int(self._live.compiled.column(m.z))
         # rows' x coefficients were written with p_ref; z's coefficient is -p / p_ref
-        self._p_ref = self._p(arr)
-        self._zcoef = np.ones(n)
+        self._p_ref = self._p(arr)[reps]
+        self._zcoef = np.ones(G)
+        self._group_of = np.asarray(group_of, dtype=np.int64)
+        self._mult = np.asarray(mult, dtype=float)
+        self._mult_hi = self._mult.copy()  # the job counts HiGHS's coefficients hold
+        self._gscale = arr.scale[reps]  # GPUs of one job of the group
+        # job ids -> slots (increasing in job order: positions by binary search)
+        self._slot_of = {j: i for i, j in enumerate(arr.job_ids)}
+        self._slots = np.arange(n, dtype=np.int64)
+        self._next_slot = n
+        self._keys: list[bytes] = _group_keys(arr, reps, self._by_steps) if self.symmetry else []
+        self._key_index = {k: g for g, k in enumerate(self._keys)}
         # rows and columns of removed jobs: switched off (bounds), deleted in batches
         self._dead_cols: list[np.ndarray] = []
         self._dead_rows: list[np.ndarray] = []
         self.compact_share = COMPACT_SHARE
+
+    @property
+    def _by_steps(self) -> bool:
+        return self.objective == "makespan"
+
+    def _reps(self) -> np.ndarray:
+        """A job of each group (``-1`` for a group without jobs)."""
+        if not self.symmetry:
+            return np.arange(len(self._group_of))
+        n = len(self._group_of)
+        reps = np.full(max(len(self._mult), int(self._group_of.max()) + 1), -1, dtype=np.int64)
+        reps[self._group_of] = np.arange(n)  # (which job of a group: all are alike)
+        return reps
 
     def _alloc_thr(self, arr: ClusterArrays) -> np.ndarray:
         return agnostic_throughputs(arr) if self.agnostic else arr.thr
@@ -276,34 +336,48 @@ class PersistentPolicy:
     def highs_model(self) -> HighsModel:
         """The live HiGHS model (its ``compiled`` view describes the first instance's
         model only: after job changes, address rows and columns through this class)."""
+        self._flush_usage()
         return self._live.highs_model
+
+    @property
+    def _h(self) -> Any:
+        """The live ``highspy.Highs`` (capacity coefficients may be pending)."""
+        return self._live.highs_model.highs
 
     @property
     def num_jobs(self) -> int:
         return self.instance.arrays.num_jobs
 
+    @property
+    def num_groups(self) -> int:
+        """Rows of the live model: groups of identical jobs (jobs without symmetry)."""
+        return len(self._mult)
+
     # ------------------------------------------------------------------ HiGHS edits
-    def _add_columns(self, rows: np.ndarray, types: np.ndarray, arr: ClusterArrays) -> None:
-        """Columns for the pairs ``(rows[k], types[k])``: 1 in ``c_time``, the job's GPUs
-        in ``c_capacity``, its coefficient in its value row; upper bound 1 if allowed."""
-        if len(rows) == 0:
+    def _add_columns(
+        self, groups: np.ndarray, types: np.ndarray, arr: ClusterArrays, jobs: np.ndarray
+    ) -> None:
+        """Columns for the pairs ``(groups[k], types[k])`` (``jobs[k]``: a job of the
+        group): 1 in ``c_time``, the group's GPUs (scale factor x jobs) in
+        ``c_capacity``, its coefficient in its value row; upper bound 1 if allowed."""
+        if len(groups) == 0:
             return
-        h = self.highs_model.highs
+        h = self._h
         start = h.getNumCol()
-        k = len(rows)
-        coef = self._coefficients(arr, rows)[np.arange(k), types] if k else np.zeros(0)
-        p_now = self._p(arr)[rows]
+        k = len(groups)
+        coef = self._coefficients(arr, jobs)[np.arange(k), types]
+        p_now = self._p(arr)[jobs]
         if self.objective == "max_min_fairness":
             # the row's x coefficients are scaled to its p_ref; z carries p / p_ref
-            coef = coef * p_now / self._p_ref[rows]
-        upper = arr.allowed[rows, types].astype(float)
+            coef = coef * p_now / self._p_ref[groups]
+        upper = arr.allowed[jobs, types].astype(float)
         idx = np.empty(3 * k, dtype=np.int32)
-        idx[0::3] = self._time_row[rows]
+        idx[0::3] = self._time_row[groups]
         idx[1::3] = self._cap_row[types]
-        idx[2::3] = self._value_row[rows]
+        idx[2::3] = self._value_row[groups]
         val = np.empty(3 * k)
         val[0::3] = 1.0
-        val[1::3] = arr.scale[rows]
+        val[1::3] = self._gscale[groups] * self._mult_hi[groups]
         val[2::3] = coef
         h.addCols(
             k,
@@ -315,13 +389,88 @@ class PersistentPolicy:
             idx,
             val,
         )
-        self._col[rows, types] = start + np.arange(k)
+        self._col[groups, types] = start + np.arange(k)
+
+    def _new_groups(self, jobs: np.ndarray, mult: np.ndarray, arr: ClusterArrays) -> None:
+        """Rows and columns of new groups (``jobs[k]``: a job of group ``k``, ``mult[k]``
+        its number of jobs), numbered after the existing ones: ``c_time[g] <= 1``, the
+        value row ``>= 0`` with z's coefficient -1, a column per usable type."""
+        k = len(jobs)
+        if k == 0:
+            return
+        h = self._h
+        g0, T = len(self._mult), len(arr.types)
+        r0 = h.getNumRow()
+        h.addRows(
+            k,
+            np.full(k, -INF),
+            np.ones(k),
+            0,
+            np.zeros(k, dtype=np.int32),
+            np.zeros(0, dtype=np.int32),
+            np.zeros(0),
+        )
+        h.addRows(
+            k,
+            np.zeros(k),
+            np.full(k, INF),
+            k,
+            np.arange(k, dtype=np.int32),
+            np.full(k, self._zcol, dtype=np.int32),
+            -np.ones(k),
+        )
+        self._time_row = np.concatenate([self._time_row, r0 + np.arange(k)])
+        self._value_row = np.concatenate([self._value_row, r0 + k + np.arange(k)])
+        self._col = np.vstack([self._col, np.full((k, T), -1, dtype=np.int64)])
+        self._p_ref = np.concatenate([self._p_ref, self._p(arr)[jobs]])
+        self._zcoef = np.concatenate([self._zcoef, np.ones(k)])
+        self._mult = np.concatenate([self._mult, np.asarray(mult, dtype=float)])
+        self._mult_hi = np.concatenate([self._mult_hi, np.asarray(mult, dtype=float)])
+        self._gscale = np.concatenate([self._gscale, arr.scale[jobs]])
+        rows, types = np.nonzero(arr.thr[jobs] > 0)
+        self._add_columns(g0 + rows, types, arr, jobs[rows])
+
+    def _flush_usage(self) -> None:
+        """Write the capacity coefficients of groups whose number of jobs changed since
+        they were last written (``scale_factor * mult`` GPUs per unit of time share):
+        once per solve, for the net change of all edits since the last one."""
+        changed = np.nonzero(self._mult != self._mult_hi)[0]
+        if len(changed) == 0:
+            return
+        g, t = np.nonzero(self._col[changed] >= 0)
+        g = changed[g]
+        usage = (self._gscale[g] * self._mult[g]).tolist()
+        rows, cols = self._cap_row[t].tolist(), self._col[g, t].tolist()
+        h = self._h
+        for r, c, v in zip(rows, cols, usage, strict=True):
+            h.changeCoeff(r, c, v)
+        self._mult_hi[changed] = self._mult[changed]
+
+    def _drop_groups(self, dead: np.ndarray) -> None:
+        """Delete the rows and columns of groups left without jobs (``_group_of`` must no
+        longer name them) and renumber the others."""
+        if len(dead) == 0:
+            return
+        self._retire(
+            self._col[dead].ravel(), np.concatenate([self._time_row[dead], self._value_row[dead]])
+        )
+        keep = np.ones(len(self._mult), dtype=bool)
+        keep[dead] = False
+        self._col, self._time_row = self._col[keep], self._time_row[keep]
+        self._value_row, self._p_ref = self._value_row[keep], self._p_ref[keep]
+        self._zcoef, self._mult = self._zcoef[keep], self._mult[keep]
+        self._mult_hi, self._gscale = self._mult_hi[keep], self._gscale[keep]
+        renumber = np.cumsum(keep) - 1
+        self._group_of = renumber[self._group_of]
+        if self.symmetry:
+            self._keys = list(compress(self._keys, keep))
+            self._key_index = {k: g for g, k in enumerate(self._keys)}
 
     def _retire(self, cols: np.ndarray, rows: np.ndarray) -> None:
         """Switch columns (bounds 0) and rows (free) off: the basis and HiGHS's
         factorisation stay valid, so the next solve is a hot dual simplex. They are
         deleted once they make up ``compact_share`` of the rows."""
-        h = self.highs_model.highs
+        h = self._h
         cols = cols[cols >= 0].astype(np.int32)
         rows = rows[rows >= 0].astype(np.int32)
         if len(cols):
@@ -348,7 +497,7 @@ class PersistentPolicy:
 
     def _delete(self, cols: np.ndarray, rows: np.ndarray) -> None:
         """Delete HiGHS columns and rows and renumber the ones kept."""
-        h = self.highs_model.highs
+        h = self._h
         cols = np.unique(cols[cols >= 0]).astype(np.int32)
         rows = np.unique(rows[rows >= 0]).astype(np.int32)
         basis = h.getBasis()
@@ -408,7 +557,8 @@ class PersistentPolicy:
                 f"jobs[{i}]",
             )
         arr = ClusterArrays(old.job_ids, types, thr, old.scale, old.weight, old.steps, wk, allowed)
-        h = self.highs_model.highs
+        h = self._h
+        reps = self._reps()
         if added:
             start = h.getNumRow()
             h.addRows(
@@ -421,38 +571,42 @@ class PersistentPolicy:
                 np.zeros(0),
             )
             self._cap_row = np.concatenate([self._cap_row, start + np.arange(len(added))])
-            self._col = np.hstack([self._col, np.full((old.num_jobs, len(added)), -1)])
+            self._col = np.hstack([self._col, np.full((self.num_groups, len(added)), -1)])
+            if self.symmetry:  # keys span the types
+                self._keys = _group_keys(arr, reps, self._by_steps)
+                self._key_index = {k: g for g, k in enumerate(self._keys)}
         for t in range(T):
             h.changeRowBounds(int(self._cap_row[t]), -INF, float(wk[t]))
-        self._open_columns(arr)
+        self._open_columns(arr, reps)
         if self.objective == "max_min_fairness":
-            self._renormalise(arr)
+            self._renormalise(arr, reps)
         self._set_instance(list(self.instance.jobs), new, arr)
 
-    def _open_columns(self, arr: ClusterArrays) -> None:
+    def _open_columns(self, arr: ClusterArrays, reps: np.ndarray) -> None:
         """Upper bounds of the columns whose ``allowed`` changed; columns for usable
         pairs the compiler had dropped."""
-        missing = np.nonzero((arr.thr > 0) & (self._col < 0))
-        self._add_columns(missing[0], missing[1], arr)
-        h = self.highs_model.highs
+        missing = np.nonzero((arr.thr[reps] > 0) & (self._col < 0))
+        self._add_columns(missing[0], missing[1], arr, reps[missing[0]])
+        h = self._h
         k = np.nonzero(self._col >= 0)
         cols = self._col[k].astype(np.int32)
-        ub = arr.allowed[k].astype(float)
+        ub = arr.allowed[reps][k].astype(float)
         h.changeColsBounds(len(cols), cols, np.zeros(len(cols)), ub)
 
-    def _renormalise(self, arr: ClusterArrays) -> None:
+    def _renormalise(self, arr: ClusterArrays, reps: np.ndarray) -> None:
         """z's coefficient in each fairness row: ``-p / p_ref`` (``p`` depends on the
         cluster)."""
-        zc = self._p(arr) / self._p_ref
-        h = self.highs_model.highs
-        for i in np.nonzero(zc != self._zcoef)[0]:
-            h.changeCoeff(int(self._value_row[i]), self._zcol, -float(zc[i]))
+        zc = self._p(arr)[reps] / self._p_ref
+        h = self._h
+        for g in np.nonzero(zc != self._zcoef)[0]:
+            h.changeCoeff(int(self._value_row[g]), self._zcol, -float(zc[g]))
         self._zcoef = zc
 
     def add_jobs(self, jobs: Sequence[Mapping[str, Any] | GpuJob]) -> None:
         """Add jobs (records as in an instance file, or
         :class:`~hetopt.kinds.gpu_cluster.GpuJob` objects), at
-        the end of :attr:`instance`'s job list."""
+        the end of :attr:`instance`'s job list. A job identical to the jobs of a group
+        joins it (its capacity coefficients change); others make new groups."""
         try:
             batch = _NewJobs.model_validate({"jobs": list(jobs)}).jobs
         except ValidationError as exc:
@@ -462,12 +616,13 @@ class PersistentPolicy:
         inst = self.instance
         old = inst.arrays
         workers = dict(inst.workers)
-        known = set(old.job_ids)
+        known = self._slot_of
+        fresh: set[str] = set()
         for i, job in enumerate(batch):
             _job_problem(i, job, workers, inst)
-            if job.id in known:
+            if job.id in known or job.id in fresh:
                 raise InstanceError(f"duplicate job id {job.id!r}", f"jobs[{i}].id")
-            known.add(job.id)
+            fresh.add(job.id)
             self._require_steps(i, job)
         add = ClusterArrays.from_instance(
             GpuClusterInstance.model_construct(workers=workers, jobs=batch)
@@ -483,35 +638,30 @@ class PersistentPolicy:
             np.vstack([old.allowed, add.allowed]),
         )
         self._check_weights(arr, [*inst.jobs, *batch])
-        n0, k, T = old.num_jobs, add.num_jobs, len(old.types)
-        h = self.highs_model.highs
-        r0 = h.getNumRow()
-        # c_time[i] <= 1, then the value rows >= 0 with z's coefficient -1
-        h.addRows(
-            k,
-            np.full(k, -INF),
-            np.ones(k),
-            0,
-            np.zeros(k, dtype=np.int32),
-            np.zeros(0, dtype=np.int32),
-            np.zeros(0),
-        )
-        h.addRows(
-            k,
-            np.zeros(k),
-            np.full(k, INF),
-            k,
-            np.arange(k, dtype=np.int32),
-            np.full(k, self._zcol, dtype=np.int32),
-            -np.ones(k),
-        )
-        self._time_row = np.concatenate([self._time_row, r0 + np.arange(k)])
-        self._value_row = np.concatenate([self._value_row, r0 + k + np.arange(k)])
-        self._col = np.vstack([self._col, np.full((k, T), -1, dtype=np.int64)])
-        self._p_ref = np.concatenate([self._p_ref, self._p(arr)[n0:]])
-        self._zcoef = np.concatenate([self._zcoef, np.ones(k)])
-        rows, types = np.nonzero(add.thr > 0)
-        self._add_columns(rows + n0, types, arr)
+        n0, k, g0 = old.num_jobs, add.num_jobs, self.num_groups
+        new_jobs = n0 + np.arange(k)
+        if self.symmetry:
+            gof = np.empty(k, dtype=np.int64)
+            firsts: list[int] = []  # a job of each new group
+            for a, key in enumerate(_group_keys(arr, new_jobs, self._by_steps)):
+                g = self._key_index.get(key)
+                if g is None:
+                    g = g0 + len(firsts)
+                    self._key_index[key] = g
+                    self._keys.append(key)
+                    firsts.append(n0 + a)
+                gof[a] = g
+            count = np.bincount(gof, minlength=g0 + len(firsts)).astype(float)
+        else:
+            gof, firsts, count = g0 + np.arange(k), new_jobs.tolist(), np.ones(g0 + k)
+            count[:g0] = 0.0
+        self._mult = self._mult + count[:g0]  # (written before the next solve)
+        self._new_groups(np.array(firsts, dtype=np.int64), count[g0:], arr)
+        self._group_of = np.concatenate([self._group_of, gof])
+        s0 = self._next_slot
+        self._slot_of.update((job.id, s0 + a) for a, job in enumerate(batch))
+        self._slots = np.concatenate([self._slots, s0 + np.arange(k)])
+        self._next_slot = s0 + k
         self._set_instance([*inst.jobs, *batch], workers, arr)
 
     def _require_steps(self, i: int, job: GpuJob) -> None:
@@ -524,40 +674,57 @@ class PersistentPolicy:
     def _check_weights(self, arr: ClusterArrays, jobs: list[GpuJob]) -> None:
         if self.objective != "max_min_fairness":
             return
-        from .inputs import check_weight_ratio
+        from .inputs import MAX_WEIGHT_RATIO, check_weight_ratio
 
+        w = arr.weight
+        if float(w.max() / w.min()) <= MAX_WEIGHT_RATIO:
+            return  # (check_weight_ratio's test; it names the field otherwise)
         probe = GpuClusterInstance.model_construct(workers=dict(self.instance.workers), jobs=jobs)
         probe.__dict__["arrays"] = arr
         check_weight_ratio(probe, self.objective)
 
     def remove_jobs(self, ids: Iterable[str]) -> None:
-        """Remove the jobs with these ids (each must be in :attr:`instance`)."""
+        """Remove the jobs with these ids (each must be in :attr:`instance`). A group
+        keeps its rows while it has jobs (its capacity coefficients change)."""
         ids = list(ids)
         inst = self.instance
         old = inst.arrays
-        pos = {j: i for i, j in enumerate(old.job_ids)}
-        gone = []
-        for k, j in enumerate(ids):
-            if j not in pos:
-                raise UsageError(f"remove_jobs: unknown job id {j!r} (ids[{k}]); no job removed")
-            gone.append(pos[j])
-        if not gone:
+        if not ids:
             return
-        idx = np.unique(np.array(gone, dtype=np.int64))
+        idx = np.unique(self._positions(ids, "remove_jobs", "no job removed"))
         if len(idx) == old.num_jobs:
             raise UsageError("remove_jobs: an instance needs at least one job")
         keep = np.ones(old.num_jobs, dtype=bool)
         keep[idx] = False
-        self._retire(
-            self._col[idx].ravel(), np.concatenate([self._time_row[idx], self._value_row[idx]])
+        arr = ClusterArrays(
+            list(compress(old.job_ids, keep)),
+            old.types,
+            old.thr[keep],
+            old.scale[keep],
+            old.weight[keep],
+            old.steps[keep],
+            old.workers,
+            old.allowed[keep],
         )
-        self._col, self._time_row = self._col[keep], self._time_row[keep]
-        self._value_row, self._p_ref = self._value_row[keep], self._p_ref[keep]
-        self._zcoef = self._zcoef[keep]
-        rows = np.nonzero(keep)[0]
-        arr = old.subset(rows)
-        jobs = [inst.jobs[int(i)] for i in rows]
-        self._set_instance(jobs, dict(inst.workers), arr)
+        left = np.bincount(self._group_of[idx], minlength=self.num_groups).astype(float)
+        mult = self._mult - left
+        self._mult = mult  # (written before the next solve)
+        self._group_of = self._group_of[keep]
+        self._drop_groups(np.nonzero(mult == 0)[0])
+        for j in ids:
+            self._slot_of.pop(j, None)
+        self._slots = self._slots[keep]
+        self._set_instance(list(compress(inst.jobs, keep)), dict(inst.workers), arr)
+
+    def _positions(self, ids: list[str], what: str, nothing: str) -> np.ndarray:
+        """Positions of jobs ``ids`` in :attr:`instance` (a :class:`UsageError` naming
+        the first unknown id)."""
+        slot = self._slot_of
+        for k, j in enumerate(ids):
+            if j not in slot:
+                raise UsageError(f"{what}: unknown job id {j!r} (ids[{k}]); {nothing}")
+        want = np.fromiter((slot[j] for j in ids), dtype=np.int64, count=len(ids))
+        return np.searchsorted(self._slots, want)
 
     def update_jobs(
         self,
@@ -568,11 +735,12 @@ class PersistentPolicy:
         throughput: Sequence[Mapping[str, float]] | None = None,
     ) -> None:
         """Change ``steps_remaining``, ``weight`` and/or ``throughput`` of the jobs
-        ``ids`` (one value per id); the changed records are validated as new ones."""
+        ``ids`` (one value per id); the changed records are validated as new ones. A
+        job that is no longer like its group's others moves to the group it is now
+        like (or a new one); the only job of a group has its rows rewritten."""
         ids = list(ids)
         inst = self.instance
         old = inst.arrays
-        pos = {j: i for i, j in enumerate(old.job_ids)}
         changes: dict[str, Sequence[Any]] = {}
         for name, values in (
             ("steps_remaining", steps_remaining),
@@ -583,15 +751,14 @@ class PersistentPolicy:
                 if len(values) != len(ids):
                     raise UsageError(f"update_jobs: {len(values)} {name} values for {len(ids)} ids")
                 changes[name] = values
+        if not ids:
+            return
+        rows = self._positions(ids, "update_jobs", "nothing changed")
         records = []
-        for k, j in enumerate(ids):
-            if j not in pos:
-                raise UsageError(f"update_jobs: unknown job id {j!r} (ids[{k}]); nothing changed")
-            rec = inst.jobs[pos[j]].model_dump(exclude_none=True)
+        for k, r in enumerate(rows.tolist()):
+            rec = inst.jobs[r].model_dump(exclude_none=True)
             rec.update({name: values[k] for name, values in changes.items()})
             records.append(rec)
-        if not records:
-            return
         try:
             batch = _NewJobs.model_validate({"jobs": records}).jobs
         except ValidationError as exc:
@@ -599,7 +766,6 @@ class PersistentPolicy:
         for k, job in enumerate(batch):
             _job_problem(k, job, inst.workers, inst)
             self._require_steps(k, job)
-        rows = np.array([pos[j] for j in ids], dtype=np.int64)
         if len(np.unique(rows)) != len(rows):
             raise UsageError("update_jobs: an id is given twice")
         jobs = list(inst.jobs)
@@ -625,27 +791,82 @@ class PersistentPolicy:
             old.job_ids, old.types, thr, scale, weight_a, steps, old.workers, allowed
         )
         self._check_weights(arr, jobs)
-        # rewrite the rows' coefficients with the current normalisation
-        h = self.highs_model.highs
-        gone = old.thr[rows] > 0
-        now = thr[rows] > 0
-        drop = self._col[rows][gone & ~now]
-        self._retire(drop, np.zeros(0, dtype=np.int64))
-        self._col[rows] = np.where(now, self._col[rows], -1)
-        self._p_ref[rows] = self._p(arr)[rows]
-        self._zcoef[rows] = 1.0
-        coef = self._coefficients(arr, rows)
-        for a, i in enumerate(rows):
-            vr = int(self._value_row[i])
-            h.changeCoeff(vr, self._zcol, -1.0)
-            for t in np.nonzero(now[a] & (self._col[i] >= 0))[0]:
-                h.changeCoeff(vr, int(self._col[i, t]), float(coef[a, t]))
-        new_r, new_t = np.nonzero(now & (self._col[rows] < 0))
-        self._add_columns(rows[new_r], new_t, arr)
-        nz = np.nonzero(self._col[rows] >= 0)
-        cols = self._col[rows][nz].astype(np.int32)
-        h.changeColsBounds(len(cols), cols, np.zeros(len(cols)), allowed[rows][nz].astype(float))
+        if self.symmetry:
+            self._regroup(rows, old, arr)
+        else:  # every job is its own group
+            self._rewrite(rows, rows, old, arr)
         self._set_instance(jobs, dict(inst.workers), arr)
+
+    def _regroup(self, rows: np.ndarray, old: ClusterArrays, arr: ClusterArrays) -> None:
+        """Jobs ``rows`` changed (``old`` -> ``arr``): each stays in its group if its key
+        is the same, has its group re-keyed and rewritten if it was the group's only
+        job and no group has its new key, else leaves its group for the group of its
+        new key (a new group if none)."""
+        g0 = self.num_groups
+        mult = self._mult.copy()
+        rewrite: list[tuple[int, int]] = []  # (group, its only job): rewritten in place
+        firsts: list[int] = []  # a job of each new group
+        extra: list[float] = []  # job counts of the new groups
+        group_of = self._group_of = self._group_of.copy()
+        for r, key in zip(rows.tolist(), _group_keys(arr, rows, self._by_steps), strict=True):
+            g = int(group_of[r])  # an existing group: each job moves at most once
+            if key == self._keys[g]:
+                continue
+            if mult[g] == 1 and key not in self._key_index:
+                if self._key_index.get(self._keys[g]) == g:
+                    del self._key_index[self._keys[g]]
+                self._keys[g] = key
+                self._key_index[key] = g
+                rewrite.append((g, r))
+                continue
+            mult[g] -= 1  # leave g ...
+            if mult[g] == 0 and self._key_index.get(self._keys[g]) == g:
+                del self._key_index[self._keys[g]]
+            g2 = self._key_index.get(key)  # ... for the group of key (or a new one)
+            if g2 is None:
+                g2 = g0 + len(firsts)
+                self._key_index[key] = g2
+                self._keys.append(key)
+                firsts.append(r)
+                extra.append(1.0)
+            elif g2 < g0:
+                mult[g2] += 1
+            else:
+                extra[g2 - g0] += 1
+            group_of[r] = g2
+        if rewrite:
+            gs, js = (np.array(a, dtype=np.int64) for a in zip(*rewrite, strict=True))
+            self._rewrite(gs, js, old, arr)
+        self._mult = mult  # (written before the next solve)
+        self._new_groups(np.array(firsts, dtype=np.int64), np.array(extra), arr)
+        self._drop_groups(np.nonzero(self._mult == 0)[0])
+
+    def _rewrite(
+        self, groups: np.ndarray, jobs: np.ndarray, old: ClusterArrays, arr: ClusterArrays
+    ) -> None:
+        """Rewrite the value rows and columns of ``groups`` (``jobs``: a job of each,
+        ``old`` -> ``arr`` its data) with the current normalisation."""
+        h = self._h
+        gone = old.thr[jobs] > 0
+        now = arr.thr[jobs] > 0
+        drop = self._col[groups][gone & ~now]
+        self._retire(drop, np.zeros(0, dtype=np.int64))
+        self._col[groups] = np.where(now, self._col[groups], -1)
+        self._p_ref[groups] = self._p(arr)[jobs]
+        self._zcoef[groups] = 1.0
+        coef = self._coefficients(arr, jobs)
+        for a, g in enumerate(groups):
+            vr = int(self._value_row[g])
+            h.changeCoeff(vr, self._zcol, -1.0)
+            for t in np.nonzero(now[a] & (self._col[g] >= 0))[0]:
+                h.changeCoeff(vr, int(self._col[g, t]), float(coef[a, t]))
+        new_r, new_t = np.nonzero(now & (self._col[groups] < 0))
+        self._add_columns(groups[new_r], new_t, arr, jobs[new_r])
+        nz = np.nonzero(self._col[groups] >= 0)
+        cols = self._col[groups][nz].astype(np.int32)
+        h.changeColsBounds(
+            len(cols), cols, np.zeros(len(cols)), arr.allowed[jobs][nz].astype(float)
+        )
 
     # ------------------------------------------------------------------ solve
     def solve(self) -> Result:
@@ -655,12 +876,18 @@ class PersistentPolicy:
 
         session, method = self._session, self._method
         session.restart_clock()
+        self._flush_usage()
         raw = self._live.solve(self.options, method.lp_method).raw
         arr = self.instance.arrays
         with session.timer("load_s"):
-            pairs = Pairs.of(arr)
+            if self.symmetry:  # rows are groups: every job gets its group's shares
+                job, typ = np.nonzero(arr.thr[self._reps()] > 0)
+                pairs = Pairs(job.astype(np.int64), typ.astype(np.int64))
+                group_of: np.ndarray | None = self._group_of
+            else:
+                pairs, group_of = Pairs.of(arr), None
             cols = self._col[pairs.job, pairs.type]
-            layout = MaxMinLayout(pairs, self._live.layout.value_rows, self._scale)
+            layout = MaxMinLayout(pairs, self._live.layout.value_rows, self._scale, group_of)
             built = Built(_Names(), layout)
             view = _View(raw, self.options, cols, self._zcol)
             outcome = session.resolve(method, self.instance, self._params, built, view)  # type: ignore[arg-type]

@@ -29,7 +29,8 @@ def allocation_matrix(arr: ClusterArrays, allocation: pd.DataFrame) -> tuple[np.
     if "other_job" in df.columns:
         df = df[df["other_job"].fillna("").astype(str) == ""]
     # integer codes by hash lookup (-1: unknown), not a Python mapping per row
-    job_codes = pd.Index(arr.job_ids).get_indexer(df["job"].astype(str))
+    ids = pd.Index(arr.job_ids)
+    job_codes = ids.get_indexer(df["job"].astype(str))
     jobs = np.asarray(job_codes, dtype=np.int64)
     types = np.asarray(pd.Index(arr.types).get_indexer(df["worker_type"].astype(str)), np.int64)
     bad = (jobs < 0) | (types < 0)
@@ -40,7 +41,8 @@ def allocation_matrix(arr: ClusterArrays, allocation: pd.DataFrame) -> tuple[np.
     flat = jobs[ok] * T + types[ok]
     frac = df["fraction"].to_numpy(dtype=float)[ok]
     X += np.bincount(flat, weights=frac, minlength=n * T).reshape(n, T)
-    all_codes = pd.Index(arr.job_ids).get_indexer(allocation["job"].astype(str))
+    # (every row is solo without space sharing: the codes above)
+    all_codes = job_codes if df is allocation else ids.get_indexer(allocation["job"].astype(str))
     seen = np.zeros(arr.num_jobs, dtype=bool)
     seen[all_codes[all_codes >= 0]] = True
     if not seen.all():

@@ -12,8 +12,10 @@ import hetopt
 from hetopt import SolveOptions, Status
 from hetopt.errors import InstanceError, UsageError
 from hetopt.kinds.gpu_cluster import GpuClusterInstance, PersistentPolicy, generate
+from hetopt.kinds.gpu_cluster.formulations import job_groups
 
 OPTS = SolveOptions(threads=1)
+WORKERS = "k80=8,p100=8,v100=8"
 
 
 def _cold_check(policy: PersistentPolicy, warm: hetopt.Result) -> None:
@@ -26,21 +28,46 @@ def _cold_check(policy: PersistentPolicy, warm: hetopt.Result) -> None:
 
     check = KIND.verify(changed, warm)
     assert check.ok, check.violations
+    _group_check(policy, warm)
 
 
+def _group_check(policy: PersistentPolicy, warm: hetopt.Result) -> None:
+    """The live model's rows are the cold grouping's groups (one per job without
+    symmetry), each job gets exactly its group's shares, and no rows are left over."""
+    arr = policy.instance.arrays
+    group_of, reps, _ = job_groups(arr, policy.objective == "makespan")
+    h = policy.highs_model.highs
+    if policy.compact_share == 0:
+        assert h.getNumRow() == 2 * policy.num_groups + len(arr.types)
+    if not policy.symmetry:
+        assert policy.num_groups == policy.num_jobs
+        assert "symmetry_groups" not in warm.info
+        return
+    assert policy.num_groups == len(reps) == warm.info["symmetry_groups"]
+    alloc = warm.tables["allocation"]
+    X = np.zeros((arr.num_jobs, len(arr.types)))
+    pos = {j: i for i, j in enumerate(arr.job_ids)}
+    X[alloc["job"].map(pos), alloc["worker_type"].map(arr.types.index)] = alloc["fraction"]
+    assert (X[reps][group_of] == X).all()  # every job: its group's shares, exactly
+
+
+@pytest.mark.parametrize("symmetry", [True, False])
 @pytest.mark.parametrize("objective", ["max_min_fairness", "makespan"])
 @pytest.mark.parametrize(("seed", "compact_share"), [(0, 0.0), (1, 0.0), (2, 0.0), (3, 0.3)])
-def test_seeded_churn_matches_cold_solves(objective: str, seed: int, compact_share: float) -> None:
+def test_seeded_churn_matches_cold_solves(
+    objective: str, seed: int, compact_share: float, symmetry: bool
+) -> None:
     """Seeded sequences of removals + arrivals, weight/steps and throughput updates and
     worker changes; ``compact_share=0.3`` keeps removed jobs switched off in the model
-    (deleted in batches) instead of deleting them at once."""
+    (deleted in batches) instead of deleting them at once. With ``symmetry`` (the
+    default) the live model has a row per group of identical jobs, else one per job."""
     rng = np.random.default_rng(seed)
-    pool = generate(140, "k80=8,p100=8,v100=8", seed=seed).to_dict()["jobs"]
-    for j in pool:  # distinct jobs: no symmetry to hide a wrong row
+    pool = generate(140, WORKERS, seed=seed).to_dict()["jobs"]
+    for j in pool:  # few identical jobs: no symmetry to hide a wrong row
         j["weight"] = float(rng.choice([0.5, 1.0, 2.0]))
-    d = generate(60, "k80=8,p100=8,v100=8", seed=seed).to_dict()
+    d = generate(60, WORKERS, seed=seed).to_dict()
     d["jobs"] = pool[:60]
-    policy = PersistentPolicy(GpuClusterInstance.from_dict(d), objective, OPTS)
+    policy = PersistentPolicy(GpuClusterInstance.from_dict(d), objective, OPTS, symmetry=symmetry)
     policy.compact_share = compact_share
     _cold_check(policy, policy.solve())
     nxt = 60
@@ -154,3 +181,115 @@ def test_unknown_ids_are_clear_errors() -> None:
         policy.remove_jobs([j.id for j in inst.jobs])
     assert policy.num_jobs == 10
     _cold_check(policy, policy.solve())
+
+
+def _pool(style: str, n: int, seed: int) -> list[dict]:
+    """Job records: ``gavel`` as generated (many identical jobs: same model, scale
+    factor and weight; steps from two values, so makespan has groups too) or
+    ``distinct`` (every weight and steps different: one group per job)."""
+    rng = np.random.default_rng(seed)
+    jobs = generate(n, WORKERS, seed=seed).to_dict()["jobs"]
+    for j in jobs:
+        if style == "gavel":
+            j["steps_remaining"] = float(rng.choice([2e4, 5e4]))
+        else:
+            j["weight"] = float(rng.uniform(0.5, 3.0))
+            j["steps_remaining"] = float(rng.uniform(1e4, 1e6))
+    return jobs
+
+
+@pytest.mark.parametrize("style", ["gavel", "distinct"])
+@pytest.mark.parametrize("objective", ["max_min_fairness", "makespan"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_seeded_churn_splits_and_merges_groups(objective: str, style: str, seed: int) -> None:
+    """Symmetry groups under churn: arrivals that copy a live job join its group, the
+    last job of a group leaving deletes the group's rows, updates move jobs between
+    groups (onto another job's data, or onto data of their own), a new worker type
+    and capacity changes; after every round the grouped live model's optimum is the
+    cold solve's (1e-9) and every job of a group gets the group's shares."""
+    rng = np.random.default_rng(100 + seed)
+    pool = _pool(style, 160, seed)
+    d = {"kind": "gpu_cluster", "workers": dict(k80=8, p100=8, v100=8), "jobs": pool[:60]}
+    policy = PersistentPolicy(GpuClusterInstance.from_dict(d), objective, OPTS)
+    assert policy.symmetry
+    _cold_check(policy, policy.solve())
+    nxt, copies = 60, 0
+    for step in range(10):
+        what = step % 5
+        jobs = policy.instance.jobs
+        ids = [j.id for j in jobs]
+        if what == 0:  # 2 leave, 3 arrive, 2 of them copies of live jobs
+            policy.remove_jobs([ids[i] for i in rng.choice(len(ids), 2, replace=False)])
+            twins = [
+                dict(jobs[int(i)].model_dump(exclude_none=True), id=f"copy{copies + k}")
+                for k, i in enumerate(rng.choice(len(jobs) - 2, 2, replace=False))
+            ]
+            copies += 2
+            policy.add_jobs([*twins, pool[nxt]])
+            nxt += 1
+        elif what == 1:  # a whole group leaves (and a job of another group)
+            arr = policy.instance.arrays
+            group_of, _, mult = job_groups(arr, objective == "makespan")
+            g = int(np.argmax(mult)) if step % 2 else int(np.argmin(mult))
+            gone = [ids[i] for i in np.nonzero(group_of == g)[0][:5]]
+            if len(gone) < len(ids) - 1:
+                policy.remove_jobs([*gone, ids[-1]] if ids[-1] not in gone else gone)
+        elif what == 2:  # moves: onto another job's data, onto data of its own
+            a, b, c = (int(i) for i in rng.choice(len(jobs), 3, replace=False))
+            other = jobs[b]
+            policy.update_jobs(
+                [ids[a], ids[c]],
+                weight=[other.weight, float(rng.uniform(0.5, 3))],
+                steps_remaining=[other.steps_remaining, float(rng.uniform(1e4, 1e5))],
+                throughput=[dict(other.throughput or {}), dict(jobs[c].throughput or {})],
+            )
+        elif what == 3:
+            workers = {"v100": int(rng.integers(4, 12)), "k80": int(rng.integers(3, 9))}
+            if step == 3:
+                workers["a100"] = 4
+            policy.update_workers(workers)
+            policy.update_jobs([ids[0]], weight=[jobs[0].weight])  # same data: same group
+        else:  # a copy onto a new type; a whole group moves onto one job's data
+            rec = dict(pool[nxt], id=f"new{step}")
+            rec["throughput"] = {**rec["throughput"], "a100": 7.5}
+            nxt += 1
+            policy.add_jobs([rec, dict(rec, id=f"new{step}b")])
+            arr = policy.instance.arrays
+            group_of, _, mult = job_groups(arr, objective == "makespan")
+            g = int(np.argmax(mult))
+            members = [ids[i] for i in np.nonzero(group_of[: len(ids)] == g)[0][:4]]
+            target = jobs[int(rng.integers(len(jobs)))]
+            k = len(members)
+            policy.update_jobs(
+                members,
+                weight=[target.weight] * k,
+                steps_remaining=[target.steps_remaining] * k,
+                throughput=[dict(target.throughput or {})] * k,
+            )
+        _cold_check(policy, policy.solve())
+    per_job = PersistentPolicy(policy.instance, objective, OPTS, symmetry=False)
+    assert per_job.num_groups == per_job.num_jobs
+    assert per_job.solve().objective_value == pytest.approx(
+        policy.solve().objective_value, rel=1e-9
+    )
+
+
+def test_copies_join_a_group_and_leave_it_in_place() -> None:
+    """A copy of a job joins its group (no new rows: the capacity coefficients change);
+    removing the copies gives the group back its old coefficients; the agnostic
+    baseline has one row per job (its cold solve does not group either)."""
+    inst = generate(40, "k80=4,p100=4,v100=4", seed=3)
+    policy = PersistentPolicy(inst, "max_min_fairness", OPTS)
+    first = policy.solve()
+    groups, rows = policy.num_groups, policy.highs_model.highs.getNumRow()
+    assert groups < policy.num_jobs
+    twins = [dict(inst.jobs[k].model_dump(exclude_none=True), id=f"t{k}") for k in range(6)]
+    policy.add_jobs(twins)
+    assert policy.num_groups == groups and policy.highs_model.highs.getNumRow() == rows
+    _cold_check(policy, policy.solve())
+    policy.remove_jobs([t["id"] for t in twins])
+    again = policy.solve()
+    assert again.objective_value == pytest.approx(first.objective_value, rel=1e-9)
+    _cold_check(policy, again)
+    agnostic = PersistentPolicy(inst, "max_min_fairness", OPTS, agnostic=True)
+    assert not agnostic.symmetry and agnostic.num_groups == agnostic.num_jobs
