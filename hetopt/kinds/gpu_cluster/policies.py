@@ -233,7 +233,7 @@ def _water_filling(session: Session, inst: GpuClusterInstance, agnostic: bool) -
         return np.bincount(pairs.job, coef * x[acols], minlength=n)
 
     # level 1 by interior point without crossover (its solution is central: one LP usually
-    # freezes every stuck job); later levels by dual simplex warm-started from the previous
+    # freezes every stuck job); later levels by primal simplex warm-started from the previous
     # basis, freezing only jobs whose vertex dual certifies them (exact, often fewer per LP)
     simplex_opts = options.replace(
         lp_method="simplex",
@@ -309,7 +309,7 @@ def _water_filling(session: Session, inst: GpuClusterInstance, agnostic: bool) -
         "groups_frozen_by_duals": dual_certified,
         "level_tolerance": LEVEL_TOL,
         "entity_weights": any(j.entity is not None for j in inst.jobs),
-        "lp_method": "ipm (no crossover), then warm dual simplex" if WARM_SIMPLEX else "ipm",
+        "lp_method": "ipm (no crossover), then warm primal simplex" if WARM_SIMPLEX else "ipm",
     }
     if x_best is None:
         return _no_solution(status, termination, info)
