@@ -209,23 +209,28 @@ def _water_filling(session: Session, inst: GpuClusterInstance, agnostic: bool) -
     cold_resolves = 0
 
     def solve_lp(opts: SolveOptions, algo: str, stage: str) -> RawSolution:
-        """One LP of the loop; a warm simplex re-solve that ends without a verified
-        optimum is solved again, the same LP from scratch (no basis), and counted."""
+        """One LP of the loop. One that ends without a verified optimum (not at a limit)
+        is solved again, the same LP from scratch (no basis; interior point then with
+        crossover), logged and counted in ``cold_resolves``."""
         nonlocal cold_resolves
         raw = live.solve(session.remaining(opts), algo, stage).raw
         limited = bool(raw.info.get("interrupted")) or "limit" in raw.termination.lower()
-        if algo == "simplex" and raw.status != Status.OPTIMAL and not limited:
+        if raw.status != Status.OPTIMAL and not limited:
             # every level LP is feasible (the last solution still is) and bounded: any
-            # other end of a warm re-solve is numerical trouble with the old basis
+            # other end is numerical trouble (an old basis, an imprecise interior point)
             log.warning(
-                "water-filling: a warm %s re-solve ended %s (%s); solving the same LP "
-                "again from scratch",
+                "water-filling: a %s LP (%s) ended %s (%s); solving the same LP again from scratch",
                 stage,
+                algo,
                 raw.status.value,
                 raw.termination,
             )
             h.clearSolver()
             cold_resolves += 1
+            if algo == "ipm":  # a vertex is as exact here: uncertified jobs get check LPs
+                opts = opts.replace(
+                    highs_options={**dict(opts.highs_options), "run_crossover": "on"}
+                )
             raw = live.solve(session.remaining(opts), algo, stage + "_cold").raw
         return raw
 

@@ -88,3 +88,36 @@ def test_appended_freeze_rows_give_the_old_edits_levels(monkeypatch, n, seed):
     assert new.info["levels"] == old.info["levels"] > 5
     assert (new.tables["jobs"]["level"] == old.tables["jobs"]["level"]).all()
     np.testing.assert_allclose(values(new), values(old), rtol=1e-9)
+
+
+def test_a_failed_first_level_interior_point_is_solved_again_with_crossover(monkeypatch):
+    # an interior point without crossover may end "Optimal" without a feasible primal
+    # solution (IPX's point outside the tolerances): the same LP again, counted
+    import dataclasses
+
+    from hetopt import highs as H
+
+    inst = load("water_filling_round_4454.json")
+    good = hetopt.solve(inst, "max_min_fairness_water_filling", options=OPTS)
+    orig = H.HighsModel._solve
+    calls = []
+
+    def _solve(self):
+        raw = orig(self)
+        calls.append(raw.info.get("ipm_iterations", 0))
+        if len(calls) == 1:  # the first level's IPM, as HiGHS reported it in issue 18
+            return dataclasses.replace(
+                raw,
+                status=Status.ERROR,
+                termination="Optimal (but no feasible primal solution was returned)",
+                x=None,
+                row_dual=None,
+            )
+        return raw
+
+    monkeypatch.setattr(H.HighsModel, "_solve", _solve)
+    res = hetopt.solve(inst, "max_min_fairness_water_filling", options=OPTS)
+    assert calls[0] > 0  # it was the interior point
+    assert res.info["cold_resolves"] == 1
+    assert res.status == Status.OPTIMAL and res.verification.ok
+    np.testing.assert_allclose(values(res), values(good), rtol=1e-6)
