@@ -100,7 +100,11 @@ def test_policy(benchmark, spec: BenchSpec) -> None:
     if spec.objective.endswith("max_min_fairness_water_filling"):
         mm = hetopt.solve(inst, "max_min_fairness", options=opts)
         assert res.objective_value == pytest.approx(mm.objective_value, rel=1e-5)
-        extra = {"levels": res.info["levels"], "lp_solves": res.info["lp_solves"]}
+        extra = {
+            "levels": res.info["levels"],
+            "lp_solves": res.info["lp_solves"],
+            "cold_resolves": res.info["cold_resolves"],
+        }
     elif spec.objective == "finish_time_fairness":
         assert res.objective_value <= 1 + 1e-6
         assert res.bound <= res.objective_value <= res.bound * (1 + 2e-6)

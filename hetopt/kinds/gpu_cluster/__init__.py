@@ -242,6 +242,12 @@ DETAILS = (
     Detail("level_lps", "int", "LPs that raised a level"),
     Detail("lp_solves", "int", "LP solves in all"),
     Detail("check_lps", "int", "extra LPs checking jobs without a dual certificate"),
+    Detail(
+        "cold_resolves",
+        "int",
+        "warm simplex re-solves that ended without a verified optimum and were solved "
+        "again from scratch (the same LP)",
+    ),
     Detail("groups_frozen_by_duals", "int", "rows frozen by a dual certificate"),
     Detail("level_tolerance", "float", "relative tolerance of a level"),
     Detail("entity_weights", "bool", "some job belongs to an entity"),

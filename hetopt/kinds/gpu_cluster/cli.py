@@ -194,6 +194,15 @@ def convert_trace_cmd(
 )
 @click.option("--max-rounds", type=click.IntRange(min=1), default=1_000_000, show_default=True)
 @click.option(
+    "--on-solve-failure",
+    type=click.Choice(["abort", "keep-previous"]),
+    default="abort",
+    show_default=True,
+    help="When a policy solve ends without an allocation: abort the replay with the error, "
+    "or keep the previous allocation for that round (logged as a warning and counted as "
+    "failed_solves in the summary).",
+)
+@click.option(
     "--progress",
     type=click.Choice(["auto", "rounds", "fluid"]),
     default="auto",
@@ -234,6 +243,7 @@ def simulate_cmd(
     generator: str,
     seed: int,
     max_rounds: int,
+    on_solve_failure: str,
     progress: str,
     compare: bool,
     as_json: bool,
@@ -314,6 +324,7 @@ def simulate_cmd(
                 seed=seed,
                 loanable=loan,
                 on_progress=bar.update if bar.enabled else None,
+                on_solve_failure=on_solve_failure.replace("-", "_"),
             )
         finally:
             bar.close()
@@ -452,6 +463,11 @@ def _echo(s: dict[str, Any], name: str) -> None:
         "fluid": "fluid (allocated effective throughput per round)",
     }[s["mechanism"]]
     click.echo(f"  progress model   : {model}")
+    if s.get("failed_solves"):
+        click.echo(
+            f"  failed solves    : {s['failed_solves']} (kept the previous allocation; see "
+            "the warnings)"
+        )
     if s["failed_jobs"]:
         click.echo(f"  failed (Gavel)   : {s['failed_jobs']} jobs dropped after 5 failed leases")
     if s.get("loaned_gpu_s"):

@@ -206,12 +206,39 @@ def _water_filling(session: Session, inst: GpuClusterInstance, agnostic: bool) -
     dual_certified = 0
     x_best: np.ndarray | None = None
     status, termination = Status.OPTIMAL, "Optimal"
+    cold_resolves = 0
+
+    def solve_lp(opts: SolveOptions, algo: str, stage: str) -> RawSolution:
+        """One LP of the loop. One that ends without a verified optimum (not at a limit)
+        is solved again, the same LP from scratch (no basis; interior point then with
+        crossover), logged and counted in ``cold_resolves``."""
+        nonlocal cold_resolves
+        raw = live.solve(session.remaining(opts), algo, stage).raw
+        limited = bool(raw.info.get("interrupted")) or "limit" in raw.termination.lower()
+        if raw.status != Status.OPTIMAL and not limited:
+            # every level LP is feasible (the last solution still is) and bounded: any
+            # other end is numerical trouble (an old basis, an imprecise interior point)
+            log.warning(
+                "water-filling: a %s LP (%s) ended %s (%s); solving the same LP again from scratch",
+                stage,
+                algo,
+                raw.status.value,
+                raw.termination,
+            )
+            h.clearSolver()
+            cold_resolves += 1
+            if algo == "ipm":  # a vertex is as exact here: uncertified jobs get check LPs
+                opts = opts.replace(
+                    highs_options={**dict(opts.highs_options), "run_crossover": "on"}
+                )
+            raw = live.solve(session.remaining(opts), algo, stage + "_cold").raw
+        return raw
 
     def job_values(x: np.ndarray) -> np.ndarray:
         return np.bincount(pairs.job, coef * x[acols], minlength=n)
 
     # level 1 by interior point without crossover (its solution is central: one LP usually
-    # freezes every stuck job); later levels by dual simplex warm-started from the previous
+    # freezes every stuck job); later levels by primal simplex warm-started from the previous
     # basis, freezing only jobs whose vertex dual certifies them (exact, often fewer per LP)
     simplex_opts = options.replace(
         lp_method="simplex",
@@ -221,7 +248,7 @@ def _water_filling(session: Session, inst: GpuClusterInstance, agnostic: bool) -
     while free.any():
         opts_now = simplex_opts if use_simplex else lp_opts
         algo = "simplex" if use_simplex else "ipm"
-        raw = live.solve(session.remaining(opts_now), algo, "level").raw
+        raw = solve_lp(opts_now, algo, "level")
         lps += 1
         if raw.status != Status.OPTIMAL or raw.x is None:
             status, termination = _failed(raw, x_best)
@@ -249,7 +276,7 @@ def _water_filling(session: Session, inst: GpuClusterInstance, agnostic: bool) -
                 cost = np.zeros(ncol)
                 np.add.at(cost, acols, coef * test[pairs.job])
                 hm.set_objective_coefficients(np.arange(ncol), cost)
-                rc = live.solve(session.remaining(opts_now), algo, "check").raw
+                rc = solve_lp(opts_now, algo, "check")
                 check_lps += 1
                 if rc.status != Status.OPTIMAL or rc.x is None:
                     status, termination = _failed(rc, x_best)
@@ -270,15 +297,7 @@ def _water_filling(session: Session, inst: GpuClusterInstance, agnostic: bool) -
                 cand = free & (v <= v[free].min() + tol)
         dual_certified += int(certified.sum())
         idx = np.nonzero(cand)[0]
-        lower = np.full(len(idx), z * (1 - LEVEL_TOL / 10))
-        for i in idx:
-            h.changeCoeff(int(frows[i]), int(zcol), 0.0)
-        h.changeRowsBounds(
-            len(idx),
-            frows[idx].astype(np.int32),
-            lower,
-            np.full(len(idx), math.inf),
-        )
+        freeze_rows(h, frows[idx], int(zcol), z * (1 - LEVEL_TOL / 10))
         if not level_values or z / kappa > level_values[-1] * (1 + LEVEL_TOL):
             level_values.append(z / kappa)
         level_of[idx] = len(level_values) - 1
@@ -289,12 +308,13 @@ def _water_filling(session: Session, inst: GpuClusterInstance, agnostic: bool) -
         "agnostic": bool(agnostic),
         "levels": len(level_values),
         "level_lps": lps,
-        "lp_solves": lps + check_lps,
+        "lp_solves": lps + check_lps + cold_resolves,
         "check_lps": check_lps,
+        "cold_resolves": cold_resolves,
         "groups_frozen_by_duals": dual_certified,
         "level_tolerance": LEVEL_TOL,
         "entity_weights": any(j.entity is not None for j in inst.jobs),
-        "lp_method": "ipm (no crossover), then warm dual simplex" if WARM_SIMPLEX else "ipm",
+        "lp_method": "ipm (no crossover), then warm primal simplex" if WARM_SIMPLEX else "ipm",
     }
     if x_best is None:
         return _no_solution(status, termination, info)
@@ -317,6 +337,27 @@ def _water_filling(session: Session, inst: GpuClusterInstance, agnostic: bool) -
         arr, pairs, X, {"normalized_throughput": values, "effective_weight": w, "level": level_of}
     )
     return Outcome(value, tables, info, status, termination, bound, gap)
+
+
+def freeze_rows(h: Any, rows: np.ndarray, zcol: int, floor: float) -> None:
+    """Turn the value rows ``rows`` (``v_i - z >= 0``) into ``v_i >= floor``, keeping the
+    live HiGHS basis nonsingular.
+
+    Setting ``z``'s coefficient in those rows to 0 (the obvious edit) changes the basis
+    matrix: when ``z`` is basic it is often singular afterwards, and HiGHS then swaps in
+    slacks and restarts primal simplex in phase 1 (measured: ~5x the iterations at every
+    water-filling level). Instead one new free column ``d`` (cost 0, coefficient ``+1``
+    in ``rows``) and one new row ``z - d >= floor`` are appended: ``v_i >= z - d >=
+    floor``, and any ``x`` with ``v_i >= floor`` fits (``d = z - floor``), so the rows
+    mean exactly ``v_i >= floor``. An appended nonbasic column and an appended row with
+    a basic slack leave the basis nonsingular, and the current solution (``d = 0``,
+    ``z`` at the level just solved, so ``z >= floor``) stays feasible: the next solve
+    continues in phase 2.
+    """
+    d = int(h.getNumCol())
+    k = len(rows)
+    h.addCol(0.0, -math.inf, math.inf, k, np.asarray(rows, dtype=np.int32), np.ones(k))
+    h.addRow(floor, math.inf, 2, np.array([zcol, d], dtype=np.int32), np.array([1.0, -1.0]))
 
 
 def _failed(raw: RawSolution, x_best: np.ndarray | None) -> tuple[Status, str]:

@@ -87,6 +87,7 @@ SUMMARY_KEYS = (
     "failed_jobs",
     "space_sharing",
     "loaned_gpu_s",
+    "failed_solves",
 )
 """Keys of ``SimResult.summary`` (a fixed contract of ``hetopt simulate --json``; new
 keys are only ever appended)."""
@@ -104,6 +105,16 @@ TIMELINE_COLUMNS = (
 """Columns of ``SimResult.timeline``: one row per round; ``busy_gpus`` at its start,
 ``utilization`` = busy GPU-seconds / (GPUs * round length) over the round, ``solved``:
 the policy was re-solved at its start."""
+
+ON_SOLVE_FAILURE = ("abort", "keep_previous")
+"""What a replay does when a policy solve fails: stop with the error (``abort``, the
+default) or keep the last allocation for that round and count it (``keep_previous``)."""
+
+
+class SolveFailed(UsageError):
+    """A policy solve of a replay ended without an allocation (status and termination in
+    the message)."""
+
 
 ProgressCallback = Callable[[float, int, int], None]
 """``(simulated time s, jobs finished, jobs in the trace)``, called after every round."""
@@ -471,7 +482,7 @@ class _LiveMaxMin(_Policy):
         self.lp.set_active(active)
         sol = self.lp.solve()
         if not sol.status.has_solution:
-            raise UsageError(f"the max-min LP ended {sol.status.value}: {sol.termination}")
+            raise SolveFailed(f"the max-min LP ended {sol.status.value}: {sol.termination}")
         return _Allocation(sol.X, sol.z)
 
 
@@ -520,7 +531,7 @@ class _GavelMakespan(_Policy):
         live = session.open(built)
         view = live.solve(self.options, "ipm")
         if not view.raw.status.has_solution:
-            raise UsageError(f"the makespan LP ended {view.raw.status.value}")
+            raise SolveFailed(f"the makespan LP ended {view.raw.status.value}")
         z = view.value(built.model.z)
         t_star = t_ref / z if z > 0 else math.inf
         t_gavel = gavel_bisection(t_star)
@@ -622,7 +633,7 @@ class _KindPolicy(_Policy):
         kw = {"agnostic": True} if self.agnostic else {}
         res = self.kind.solve(sub, self.policy, self.options, **kw)
         if not res.status.has_solution:
-            raise UsageError(f"policy {self.policy} ended {res.status.value}: {res.termination}")
+            raise SolveFailed(f"policy {self.policy} ended {res.status.value}: {res.termination}")
         X = np.zeros((arr.num_jobs, len(arr.types)))
         al = res.tables["allocation"]
         pos = {j: i for i, j in enumerate(arr.job_ids)}
@@ -716,15 +727,47 @@ class _Run:
     timeline: list[tuple[Any, ...]] = field(default_factory=list)
     leases: list[tuple[Any, ...]] = field(default_factory=list)
     loan: LoanCurve | None = None
+    on_solve_failure: str = "abort"
+    failed_solves: int = 0
+    last: _Allocation | None = None
 
     def solve(self, active: np.ndarray, now: float) -> _Allocation:
         t0 = time.perf_counter()
-        out = self.policy.allocate(active, self.remaining, now)
+        try:
+            out = self.policy.allocate(active, self.remaining, now)
+        except SolveFailed as exc:
+            if self.on_solve_failure == "abort":
+                raise SolveFailed(
+                    f"t = {now:.0f} s, {int(active.sum())} active jobs: {exc} (the replay "
+                    "stops; on_solve_failure='keep_previous' keeps the last allocation "
+                    "instead)"
+                ) from None
+            self.failed_solves += 1
+            out = self.previous(active)
+            log.warning(
+                "t = %.0f s, %d active jobs: %s; keeping the previous allocation "
+                "(on_solve_failure='keep_previous', %d failed solve(s) so far)",
+                now,
+                int(active.sum()),
+                exc,
+                self.failed_solves,
+            )
+        self.last = out
         self.latencies.append(time.perf_counter() - t0)
         self.levels.append(out.level)
         log.debug("t=%.0f s: re-solved for %d jobs (%.1f ms)", now, int(active.sum()),
                   self.latencies[-1] * 1e3)  # fmt: skip
         return out
+
+    def previous(self, active: np.ndarray) -> _Allocation:
+        """The last allocation restricted to ``active`` (jobs that arrived since get no
+        share; none before the first solve)."""
+        n, k = len(self.remaining), len(self.inst.arrays.types)
+        if self.last is None:
+            return _Allocation(np.zeros((n, k)), 0.0)
+        X = np.where(active[:, None], self.last.X, 0.0)
+        pairs = {pq: row for pq, row in self.last.pairs.items() if active[pq[0]] and active[pq[1]]}
+        return _Allocation(X, self.last.level, pairs)
 
     def progress(self, now: float) -> None:
         if self.on_progress is not None:
@@ -1129,6 +1172,7 @@ def simulate(
     record_leases: bool = False,
     on_progress: ProgressCallback | None = None,
     loanable: LoanCurve | None = None,
+    on_solve_failure: str = "abort",
 ) -> SimResult:
     """Replay a trace under a ``gpu_cluster`` policy and measure job completion times.
 
@@ -1180,6 +1224,12 @@ def simulate(
         effect at round boundaries: the policy is re-solved for the new cluster and jobs on
         GPUs taken back are preempted. ``summary["loaned_gpu_s"]`` is the GPU-time lent and
         ``utilization`` counts owned and lent GPUs.
+    on_solve_failure
+        What a failed policy solve (no allocation: a numerical error, a time limit without
+        a solution) does: ``"abort"`` (default) stops the replay with
+        :class:`SolveFailed`; ``"keep_previous"`` keeps the last allocation for that
+        round (restricted to the active jobs; jobs that arrived since get none until the
+        next solve), logs a warning and counts the round in ``summary["failed_solves"]``.
 
     Returns
     -------
@@ -1195,6 +1245,11 @@ def simulate(
         raise UsageError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
     if not reset_interval_s >= 0 or not math.isfinite(reset_interval_s):
         raise UsageError(f"reset_interval_s must be >= 0, got {reset_interval_s}")
+    if on_solve_failure not in ON_SOLVE_FAILURE:
+        raise UsageError(
+            f"on_solve_failure must be one of {', '.join(ON_SOLVE_FAILURE)}, "
+            f"got {on_solve_failure!r}"
+        )
     mode = _progress_mode(progress)
     if mode == "fluid" and mechanism == "gavel":
         raise UsageError("the gavel mechanism places jobs in rounds: drop progress='fluid'")
@@ -1223,6 +1278,7 @@ def simulate(
         record_leases=record_leases,
         failed=np.zeros(n, dtype=bool),
         loan=loanable,
+        on_solve_failure=on_solve_failure,
     )
     w = {t: int(c) for t, c in workers.items()}
     if mode == "fluid":
@@ -1292,6 +1348,7 @@ def _result(
         "failed_jobs": int(run.failed.sum()),
         "space_sharing": bool(space_sharing),
         "loaned_gpu_s": loaned,
+        "failed_solves": run.failed_solves,
     }
     timeline = pd.DataFrame(run.timeline, columns=list(TIMELINE_COLUMNS))
     leases = None

@@ -677,3 +677,85 @@ def test_cli_loanable_diurnal_curve():
     assert out.exit_code == 2 and "--loanable" in out.output
     out = runner.invoke(main, [*args, "--loanable", "v100=8", "--mechanism", "gavel"])
     assert out.exit_code == 2 and "--loanable" in out.output
+
+
+# ------------------------------------------------- a failed policy solve (issue 18)
+def _fail_on(monkeypatch, policy_class: type, calls: set[int]) -> None:
+    """Make ``policy_class.allocate`` fail (as a solver error does) on the given calls."""
+    from hetopt.kinds.gpu_cluster import simulate as S
+
+    orig = policy_class.allocate
+    seen = [0]
+
+    def allocate(self, active, remaining, now):
+        seen[0] += 1
+        if seen[0] in calls:
+            raise S.SolveFailed("policy max_min_fairness ended error: injected")
+        return orig(self, active, remaining, now)
+
+    monkeypatch.setattr(policy_class, "allocate", allocate)
+
+
+FAIL_TRACE = [rec(1000), rec(3000, 400.0), rec(500, 900.0)]
+
+
+def test_a_failed_solve_aborts_the_replay_by_default(monkeypatch):
+    from hetopt.kinds.gpu_cluster import simulate as S
+
+    _fail_on(monkeypatch, S._LiveMaxMin, {2})
+    with pytest.raises(S.SolveFailed, match="keep_previous") as err:
+        simulate(FAIL_TRACE, {"g": 2}, table=TINY)
+    assert isinstance(err.value, UsageError) and "active jobs: policy" in str(err.value)
+
+
+@pytest.mark.parametrize("mechanism", ["hetopt", "gavel"])
+def test_keep_previous_keeps_the_last_allocation_and_counts_the_round(
+    monkeypatch, caplog, mechanism
+):
+    from hetopt.kinds.gpu_cluster import simulate as S
+
+    ok = simulate(FAIL_TRACE, {"g": 2}, table=TINY, mechanism=mechanism, reset_interval_s=0.0)
+    assert ok.summary["failed_solves"] == 0
+    _fail_on(monkeypatch, S._LiveMaxMin, {2})
+    with caplog.at_level("WARNING", logger="hetopt.kinds.gpu_cluster.simulate"):
+        res = simulate(FAIL_TRACE, {"g": 2}, table=TINY, mechanism=mechanism,
+                       reset_interval_s=0.0, on_solve_failure="keep_previous")  # fmt: skip
+    assert res.summary["failed_solves"] == 1
+    assert "keeping the previous allocation" in caplog.text and "injected" in caplog.text
+    assert res.summary["completed_jobs"] == 3  # later solves allocate again
+    assert res.summary["solves"] == ok.summary["solves"]
+    assert list(res.to_dict()["summary"]) == list(SUMMARY_KEYS)
+
+
+def test_keep_previous_before_any_allocation_gives_no_shares(monkeypatch):
+    from hetopt.kinds.gpu_cluster import simulate as S
+
+    run = S._Run(inst=trace_instance(FAIL_TRACE, {"g": 2}, TINY), policy=S._Policy(),
+                 round_s=360.0, max_rounds=10, arrival=np.zeros(3), remaining=np.ones(3),
+                 finish=np.full(3, np.nan), on_progress=None, record_leases=False,
+                 on_solve_failure="keep_previous")  # fmt: skip
+    monkeypatch.setattr(S._Policy, "allocate", lambda *a: (_ for _ in ()).throw(S.SolveFailed("x")))
+    a = run.solve(np.array([True, True, False]), 0.0)
+    assert not a.X.any() and run.failed_solves == 1
+    run.last = S._Allocation(np.ones((3, 1)), 1.0)
+    b = run.solve(np.array([True, False, True]), 10.0)
+    assert b.X[:, 0].tolist() == [1.0, 0.0, 1.0] and run.failed_solves == 2
+
+
+def test_on_solve_failure_is_checked_and_on_the_cli(monkeypatch):
+    from hetopt.kinds.gpu_cluster import simulate as S
+
+    with pytest.raises(UsageError, match="on_solve_failure must be one of abort, keep_previous"):
+        simulate(FAIL_TRACE, {"g": 2}, table=TINY, on_solve_failure="ignore")
+    runner = CliRunner()
+    help_text = runner.invoke(main, ["simulate", "--help"]).output
+    assert "--on-solve-failure [abort|keep-previous]" in help_text
+    _fail_on(monkeypatch, S._LiveMaxMin, {2})
+    args = ["simulate", "--generate-jobs", "6", "--workers", "k80=2,p100=2,v100=2",
+            "--arrival-rate", "30", "--json", "-q"]  # fmt: skip
+    out = runner.invoke(main, [*args, "--on-solve-failure", "keep-previous"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["summary"]["failed_solves"] == 1
+    _fail_on(monkeypatch, S._LiveMaxMin, {2})
+    out = runner.invoke(main, args)
+    assert out.exit_code != 0 and "injected" in out.output
