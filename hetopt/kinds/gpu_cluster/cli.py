@@ -468,6 +468,11 @@ def _echo(s: dict[str, Any], name: str) -> None:
             f"  failed solves    : {s['failed_solves']} (kept the previous allocation; see "
             "the warnings)"
         )
+    if s.get("nonoptimal_solves"):
+        click.echo(
+            f"  not optimal      : {s['nonoptimal_solves']} solves ended feasible, not proven "
+            "optimal (their allocations were used; see the warnings)"
+        )
     if s["failed_jobs"]:
         click.echo(f"  failed (Gavel)   : {s['failed_jobs']} jobs dropped after 5 failed leases")
     if s.get("loaned_gpu_s"):

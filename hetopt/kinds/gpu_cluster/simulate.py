@@ -56,6 +56,7 @@ import pandas as pd
 
 from ...errors import InstanceError, UsageError
 from ...options import SolveOptions
+from ...status import Status
 from .rounds import GAVEL_TYPE_ORDER, MECHANISMS, RESET_INTERVAL_S, RoundScheduler, Unit
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,7 @@ SUMMARY_KEYS = (
     "space_sharing",
     "loaned_gpu_s",
     "failed_solves",
+    "nonoptimal_solves",
 )
 """Keys of ``SimResult.summary`` (a fixed contract of ``hetopt simulate --json``; new
 keys are only ever appended)."""
@@ -424,6 +426,8 @@ class _Allocation:
     X: np.ndarray
     level: float
     pairs: dict[tuple[int, int], dict[int, float]] = field(default_factory=dict)
+    nonoptimal: str = ""
+    """Why the policy's solve is not proven optimal (its status and termination), or ``""``."""
 
 
 class _Policy:
@@ -483,7 +487,8 @@ class _LiveMaxMin(_Policy):
         sol = self.lp.solve()
         if not sol.status.has_solution:
             raise SolveFailed(f"the max-min LP ended {sol.status.value}: {sol.termination}")
-        return _Allocation(sol.X, sol.z)
+        why = "" if sol.status == Status.OPTIMAL else f"{sol.status.value}: {sol.termination}"
+        return _Allocation(sol.X, sol.z, nonoptimal=why)
 
 
 class _GavelMakespan(_Policy):
@@ -655,7 +660,8 @@ class _KindPolicy(_Policy):
             (al["job"].astype(str).map(pos).to_numpy(), al["worker_type"].map(tpos).to_numpy()),
             al["fraction"].to_numpy(dtype=float),
         )
-        return _Allocation(np.clip(X, 0.0, 1.0), float(res.objective_value or 0.0), pairs)
+        why = "" if res.status == Status.OPTIMAL else f"{res.status.value}: {res.termination}"
+        return _Allocation(np.clip(X, 0.0, 1.0), float(res.objective_value or 0.0), pairs, why)
 
 
 def _progress_mode(progress: str) -> str:
@@ -729,6 +735,7 @@ class _Run:
     loan: LoanCurve | None = None
     on_solve_failure: str = "abort"
     failed_solves: int = 0
+    nonoptimal_solves: int = 0
     last: _Allocation | None = None
 
     def solve(self, active: np.ndarray, now: float) -> _Allocation:
@@ -751,6 +758,18 @@ class _Run:
                 int(active.sum()),
                 exc,
                 self.failed_solves,
+            )
+        if out.nonoptimal:
+            # a feasible allocation the policy could not prove optimal (a limit, a
+            # level LP stopped early) is used, but never silently
+            self.nonoptimal_solves += 1
+            log.warning(
+                "t = %.0f s, %d active jobs: the policy's solve is not proven optimal "
+                "(%s); using its feasible allocation (%d such solve(s) so far)",
+                now,
+                int(active.sum()),
+                out.nonoptimal,
+                self.nonoptimal_solves,
             )
         self.last = out
         self.latencies.append(time.perf_counter() - t0)
@@ -1349,6 +1368,7 @@ def _result(
         "space_sharing": bool(space_sharing),
         "loaned_gpu_s": loaned,
         "failed_solves": run.failed_solves,
+        "nonoptimal_solves": run.nonoptimal_solves,
     }
     timeline = pd.DataFrame(run.timeline, columns=list(TIMELINE_COLUMNS))
     leases = None

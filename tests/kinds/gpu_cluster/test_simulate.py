@@ -727,6 +727,36 @@ def test_keep_previous_keeps_the_last_allocation_and_counts_the_round(
     assert list(res.to_dict()["summary"]) == list(SUMMARY_KEYS)
 
 
+def test_a_solve_not_proven_optimal_is_counted_and_warned(monkeypatch, caplog):
+    # a policy solve that ends feasible (a limit, a level LP stopped early) is used,
+    # never silently: counted in the summary and logged
+    import dataclasses
+
+    from hetopt import Status
+    from hetopt.kinds.gpu_cluster import KIND
+
+    policy = "max_min_fairness_water_filling"
+    ok = simulate(FAIL_TRACE, {"g": 2}, table=TINY, policy=policy)
+    assert ok.summary["nonoptimal_solves"] == 0
+    orig = type(KIND).solve
+    seen = [0]
+
+    def solve(self, *args, **kwargs):
+        res = orig(self, *args, **kwargs)
+        seen[0] += 1
+        if seen[0] == 2:
+            return dataclasses.replace(res, status=Status.FEASIBLE, termination="injected limit")
+        return res
+
+    monkeypatch.setattr(type(KIND), "solve", solve)
+    with caplog.at_level("WARNING", logger="hetopt.kinds.gpu_cluster.simulate"):
+        res = simulate(FAIL_TRACE, {"g": 2}, table=TINY, policy=policy)
+    assert res.summary["nonoptimal_solves"] == 1
+    assert "not proven optimal (feasible: injected limit)" in caplog.text
+    assert res.summary["completed_jobs"] == 3
+    assert list(res.to_dict()["summary"]) == list(SUMMARY_KEYS)
+
+
 def test_keep_previous_before_any_allocation_gives_no_shares(monkeypatch):
     from hetopt.kinds.gpu_cluster import simulate as S
 
