@@ -15,16 +15,21 @@ back into per-job-pair fractions exactly (a transportation plan for ``a != b``, 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from ...contract import Built
+from ...contract import Built, Outcome
+from ...status import Status
 from . import maxmin as M
 from .data import ClusterArrays, GpuClusterInstance
 from .formulations import INF, Pairs, bounded_kappa, contention, makespan_reference
 from .maxmin import MaxMinLayout, Rows, TimeColumns
+
+if TYPE_CHECKING:
+    from ...pipeline import Session
 
 Class = tuple[str, int]
 
@@ -210,7 +215,21 @@ def build_colocation_model(
     agnostic: bool = False,
 ) -> Built:
     """``max_min_fairness`` or ``makespan`` with space sharing (see the module docstring),
-    built by the kind's one max-min LP builder (:func:`.maxmin.build`).
+    built by the kind's one max-min LP builder (:func:`.maxmin.build`) from
+    :func:`colocation_lp`."""
+    lp, parts = colocation_lp(inst, objective, thr, agnostic)
+    built = M.build(lp)
+    return Built(built.model, ColocationLayout(built.layout, *parts))
+
+
+def colocation_lp(
+    inst: GpuClusterInstance,
+    objective: str,
+    thr: np.ndarray | None = None,
+    agnostic: bool = False,
+) -> tuple[M.MaxMinLP, tuple[ColocationData, np.ndarray, np.ndarray, np.ndarray, PairColumns]]:
+    """The data of :func:`build_colocation_model` and its layout's parts ``(co, group_of,
+    reps, mult, group_cols)``.
 
     The model's rows are :func:`symmetry_groups` of interchangeable jobs (``mult[g]``
     jobs each). Columns: ``alloc`` (solo, one per usable (group, type)), ``pair`` (one per
@@ -309,23 +328,21 @@ def build_colocation_model(
         t_ref = makespan_reference(arr, thr)
         row_scale = t_ref / ga.steps
         scale, scale_name, value_rows = t_ref, "t_ref", "c_progress"
-    built = M.build(
-        M.MaxMinLP(
-            name="gpu_cluster_space_sharing",
-            row_set="GROUPS",
-            num_rows=n,
-            types=arr.types,
-            columns=(solo, shared),
-            capacity=arr.workers.astype(float),
-            row_scale=row_scale,
-            scale=scale,
-            scale_name=scale_name,
-            value_rows=value_rows,
-            free=(M.FreeColumns("self_total", "SELF", S),),
-            extra_rows=(link, self_total, self_rows),
-        )
+    lp = M.MaxMinLP(
+        name="gpu_cluster_space_sharing",
+        row_set="GROUPS",
+        num_rows=n,
+        types=arr.types,
+        columns=(solo, shared),
+        capacity=arr.workers.astype(float),
+        row_scale=row_scale,
+        scale=scale,
+        scale_name=scale_name,
+        value_rows=value_rows,
+        free=(M.FreeColumns("self_total", "SELF", S),),
+        extra_rows=(link, self_total, self_rows),
     )
-    return Built(built.model, ColocationLayout(built.layout, co, group_of, reps, mult, pc))
+    return lp, (co, group_of, reps, mult, pc)
 
 
 def expand_solution(
@@ -484,3 +501,155 @@ def pair_tables(
     )
     table = pd.concat([solo, shared], ignore_index=True) if len(shared) else solo
     return table, pair_thr, pair_share, len(plan)
+
+
+def colocation_tables(
+    arr: ClusterArrays, lay: ColocationLayout, x_solo: np.ndarray, x_pair: np.ndarray
+) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray, dict[str, Any]]:
+    """Allocation and job tables, effective throughputs and ``info`` of a space-sharing
+    solution (``x_solo``: the ``alloc`` columns, ``x_pair``: the ``pair`` columns)."""
+    from . import verify as V
+    from .methods import allocation_table
+
+    X, pair_vals = expand_solution(arr, lay, x_solo, x_pair)
+    pairs = Pairs.of(arr)
+    x = X[pairs.job, pairs.type]
+    thr_eff = V.effective_throughput(arr, X)
+    share = X.sum(axis=1)
+    allocation, pair_thr, pair_share, n_pairs = pair_tables(
+        arr, lay.co, pair_vals, allocation_table(arr, pairs, x)
+    )
+    thr_eff = thr_eff + pair_thr
+    share = share + pair_share
+    jobs = pd.DataFrame({"job": arr.job_ids, "time_share": share, "throughput": thr_eff})
+    jobs["shared_time"] = pair_share
+    info: dict[str, Any] = {
+        "colocated_pairs": n_pairs,
+        "pair_columns": len(lay.group_cols),  # in the LP (one per symmetry group)
+        "pair_columns_per_job": len(lay.co.cols),
+        "dominated_pairs_dropped": lay.co.dominated_pairs,
+        "symmetry_groups": len(lay.reps),
+    }
+    return allocation, jobs, thr_eff, info
+
+
+# ----------------------------------------------------------------- priced solve
+PRICED_MIN_COLUMNS = 100_000
+"""``lp_strategy="auto"`` first solves without pair columns from this many pair columns
+(never on the small instances, where one LP is cheap)."""
+
+PRICED_GAP_TOL = 2e-10
+"""The certificate must come this close to ``z`` (relative) to skip the full LP."""
+
+
+def wants_pricing(params: Any, inst: GpuClusterInstance) -> bool:
+    """Try the LP without pair columns first (``lp_strategy``; never agnostic)?"""
+    if params.agnostic or params.lp_strategy == "monolithic":
+        return False
+    if params.lp_strategy == "column_generation":
+        return True
+    arr = inst.arrays
+    if arr.num_jobs * len(inst.colocation or ()) < PRICED_MIN_COLUMNS:
+        return False  # (at most one pair column per job and entry)
+    return len(colocation_data(inst, arr).cols) >= PRICED_MIN_COLUMNS
+
+
+def lagrangian_bound(
+    lp: M.MaxMinLP, u: np.ndarray, w: np.ndarray, v: np.ndarray
+) -> float:  # fmt: skip
+    """An upper bound on ``z`` of the full LP ``lp`` from duals of its time (``u``),
+    capacity (``w``) and value (``v``) rows, every other row's dual taken 0.
+
+    Lagrangian relaxation of every row over the box ``0 <= x <= ub`` (``ub`` 1, or 0
+    where a column is not open), ``0 <= z <= z_ub``: with ``u, w >= 0``, ``v <= 0``, ::
+
+        z* <= sum u + w . capacity + sum_k max(0, d_k) ub_k + z_ub max(0, 1 + sum v),
+        d_k = -(u[row_k] + w[type_k] usage_k + v[row_k] coef_k),
+
+    where ``z_ub = min_r max_k coef_k`` over the row's open columns (a row's time is at
+    most 1). The free ``self_total`` columns meet only rows whose dual is 0 (reduced
+    cost 0) and ``z`` no capacity row (``z_usage`` is ``None``)."""
+    assert lp.z_usage is None
+    u, w, v = np.maximum(u, 0.0), np.maximum(w, 0.0), np.minimum(v, 0.0)
+    n = lp.num_rows
+    best = np.zeros(n)
+    bound = float(u.sum() + w @ lp.capacity)
+    for b in lp.columns:
+        ok = np.ones(len(b), dtype=bool) if b.open is None else b.open
+        row, typ = b.row[ok], b.type[ok]
+        coef = lp.row_scale[row] * b.rate[ok] * lp.coefficient_scale
+        d = -(u[row] + w[typ] * b.usage[ok] + v[row] * coef)
+        bound += float(np.maximum(d, 0.0).sum())
+        np.maximum.at(best, row, coef)
+    z_ub = float(best.min()) if n else 0.0
+    if lp.z_max is not None:
+        z_ub = min(z_ub, lp.z_max * lp.scale)
+    return bound + z_ub * max(0.0, 1.0 + float(v.sum()))
+
+
+def solve_priced(
+    session: Session, instance: GpuClusterInstance, objective: str, reader: Any
+) -> Outcome | None:
+    """Space sharing solved without its pair columns when that is provably optimal.
+
+    The time-sharing LP over the same rows (the ``alloc`` block only) is solved; its
+    duals, every pair and link row's dual taken 0, give :func:`lagrangian_bound` of the
+    full LP. When that bound meets its ``z`` (:data:`PRICED_GAP_TOL`), no pair column
+    can help and its optimum is the full LP's (``bound``/``gap`` from the certificate);
+    otherwise ``None``: the caller solves the full LP.
+    """
+    arr = instance.arrays
+    with session.timer("build_s"):
+        lp, parts = colocation_lp(instance, objective, None, False)
+        solo = lp.columns[0]
+        restricted = replace(lp, columns=(solo,), free=(), extra_rows=())
+        built = M.build(restricted)
+    live = session.open(built)
+    view = live.solve(session.options, M.LP_METHOD, "without_pairs")
+    raw = view.raw
+    if raw.status != Status.OPTIMAL or raw.row_dual is None or raw.x is None:
+        return None
+    m, hm = built.model, live.highs_model
+    n, T = lp.num_rows, len(lp.capacity)
+    value_rows = getattr(m, lp.value_rows)
+    time0, cap0, fair0 = hm.row(m.c_time[0]), hm.row(m.c_capacity[0]), hm.row(value_rows[0])
+    if not (
+        hm.row(m.c_time[n - 1]) == time0 + n - 1
+        and hm.row(value_rows[n - 1]) == fair0 + n - 1
+        and hm.row(m.c_capacity[T - 1]) == cap0 + T - 1
+    ):
+        return None  # (rows not in blocks: no cheap duals)
+    y = raw.row_dual
+    z = view.value(m.z)
+    bound = lagrangian_bound(lp, y[time0 : time0 + n], y[cap0 : cap0 + T], y[fair0 : fair0 + n])
+    if bound - z > PRICED_GAP_TOL * max(abs(z), 1e-12):
+        return None
+    with session.timer("load_s"):
+        lay = ColocationLayout(built.layout, *parts)
+        x_solo = view.values(m.alloc, range(len(solo)))
+        allocation, jobs, thr_eff, info = colocation_tables(
+            arr, lay, x_solo, np.zeros(len(lay.group_cols))
+        )
+        info.update(
+            {
+                "lp_strategy": "column_generation",
+                "pricing_rounds": 0,
+                "columns_generated": 0,
+                "lp_columns": len(solo),
+                "pair_columns_full": len(solo) + len(lay.group_cols),
+            }
+        )
+        scale = lp.scale
+        value, status, term = reader.read(arr, jobs, thr_eff, z, scale, True, info)
+        tables = {"allocation": allocation, "jobs": jobs}
+        if status is not None:  # makespan: some job cannot progress
+            return Outcome(None, tables, info, status, term, None, None)
+        if value is None:
+            return None
+        z_bound = max(bound, z)
+        makespan = objective == "makespan"
+        proven = scale / z_bound if makespan else z_bound / scale
+        gap = abs(proven - value) / max(abs(proven), abs(value), 1e-12)
+        if gap > 1e-9:
+            return None
+        return Outcome(value, tables, info, Status.OPTIMAL, raw.termination, proven, gap)
