@@ -1,0 +1,71 @@
+"""Space sharing solved without its pair columns when a Lagrangian certificate proves it
+(``colocation.solve_priced``): the monolithic LP's optimum (1e-9) with a dual bound, or
+the monolithic LP itself when pair columns can help."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hetopt
+from hetopt import SolveOptions, Status
+from hetopt.kinds.gpu_cluster import GpuClusterInstance, colocation, generate
+from hetopt.kinds.gpu_cluster.gavel import simulation_table
+from hetopt.kinds.gpu_cluster.trace import colocation_entries
+
+OPTS = SolveOptions(threads=1)
+
+
+def shared(n: int, seed: int, long_job: float | None = None) -> GpuClusterInstance:
+    g = max(4, n // 12)
+    inst = generate(n, f"k80={g},p100={g},v100={g}", seed=seed)
+    d = inst.to_dict()
+    keys = {(j.job_type, j.scale_factor) for j in inst.jobs}
+    d["colocation"] = colocation_entries(simulation_table(), inst.workers, keys)
+    if long_job is not None:  # one job bounds the makespan: pairs cannot help
+        d["jobs"][0]["steps_remaining"] *= long_job
+    return GpuClusterInstance.from_dict(d)
+
+
+@pytest.mark.parametrize("objective", ["makespan", "max_min_fairness"])
+@pytest.mark.parametrize(("n", "seed", "long_job"), [(64, 1, 200.0), (96, 2, None), (128, 3, None)])
+def test_priced_space_sharing_equals_monolithic(
+    objective: str, n: int, seed: int, long_job: float | None
+) -> None:
+    inst = shared(n, seed, long_job)
+    mono = hetopt.solve(inst, objective, OPTS, lp_strategy="monolithic")
+    priced = hetopt.solve(inst, objective, OPTS, lp_strategy="column_generation")
+    assert mono.status == priced.status == Status.OPTIMAL
+    assert priced.verification.ok, priced.verification.violations
+    assert priced.objective_value == pytest.approx(mono.objective_value, rel=1e-9)
+    assert priced.gap is not None and priced.gap <= 1e-9
+    if priced.info.get("lp_strategy") == "column_generation":  # certified without pairs
+        assert priced.info["colocated_pairs"] == 0
+        if objective == "makespan":
+            assert priced.bound <= priced.objective_value * (1 + 1e-12)
+        else:
+            assert priced.bound >= priced.objective_value * (1 - 1e-12)
+    else:  # the monolithic LP: the same model as lp_strategy="monolithic"
+        assert priced.info["pair_columns"] == mono.info["pair_columns"]
+
+
+def test_a_job_that_bounds_the_makespan_is_certified_without_pairs() -> None:
+    inst = shared(64, 1, long_job=200.0)
+    r = hetopt.solve(inst, "makespan", OPTS, lp_strategy="column_generation")
+    assert r.info["lp_strategy"] == "column_generation"
+    assert r.info["lp_columns"] < r.info["pair_columns_full"]
+    # auto keeps small instances on the one monolithic LP
+    assert "lp_strategy" not in hetopt.solve(inst, "makespan", OPTS).info
+
+
+def test_lagrangian_bound_holds_for_any_duals() -> None:
+    """Weak duality: whatever the duals, the bound is never below the LP's optimum."""
+    inst = shared(48, 4)
+    mono = hetopt.solve(inst, "max_min_fairness", OPTS, lp_strategy="monolithic")
+    lp, _ = colocation.colocation_lp(inst, "max_min_fairness")
+    z_star = mono.objective_value * lp.scale
+    rng = np.random.default_rng(0)
+    n, T = lp.num_rows, len(lp.capacity)
+    for _ in range(20):
+        u, w, v = rng.normal(size=n), rng.normal(size=T), rng.normal(size=n)
+        assert colocation.lagrangian_bound(lp, u, w, v) >= z_star * (1 - 1e-12)
