@@ -15,7 +15,7 @@ back into per-job-pair fractions exactly (a transportation plan for ``a != b``, 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -535,15 +535,21 @@ def colocation_tables(
 
 # ----------------------------------------------------------------- priced solve
 PRICED_MIN_COLUMNS = 100_000
-"""``lp_strategy="auto"`` first solves without pair columns from this many pair columns
-(never on the small instances, where one LP is cheap)."""
+"""``lp_strategy="auto"`` generates pair columns from this many (never on the small
+instances, where one LP is cheap)."""
 
 PRICED_GAP_TOL = 2e-10
-"""The certificate must come this close to ``z`` (relative) to skip the full LP."""
+"""The certificate must come this close to ``z`` (relative)."""
+
+PRICE_TOL = 1e-9
+PER_ROW = 2
+"""Pair columns that may enter per row and round."""
+MAX_ROUNDS = 20
+"""After this many rounds every remaining pair column enters (the full LP)."""
 
 
 def wants_pricing(params: Any, inst: GpuClusterInstance) -> bool:
-    """Try the LP without pair columns first (``lp_strategy``; never agnostic)?"""
+    """Generate pair columns (``lp_strategy``; never agnostic)?"""
     if params.agnostic or params.lp_strategy == "monolithic":
         return False
     if params.lp_strategy == "column_generation":
@@ -554,102 +560,237 @@ def wants_pricing(params: Any, inst: GpuClusterInstance) -> bool:
     return len(colocation_data(inst, arr).cols) >= PRICED_MIN_COLUMNS
 
 
-def lagrangian_bound(
-    lp: M.MaxMinLP, u: np.ndarray, w: np.ndarray, v: np.ndarray
-) -> float:  # fmt: skip
-    """An upper bound on ``z`` of the full LP ``lp`` from duals of its time (``u``),
-    capacity (``w``) and value (``v``) rows, every other row's dual taken 0.
+@dataclass(frozen=True)
+class FullLP:
+    """The space-sharing LP as one matrix (what :func:`.maxmin.build` builds).
 
-    Lagrangian relaxation of every row over the box ``0 <= x <= ub`` (``ub`` 1, or 0
-    where a column is not open), ``0 <= z <= z_ub``: with ``u, w >= 0``, ``v <= 0``, ::
+    Rows: ``c_time`` (``n``), ``c_capacity`` (``T``), the extra rows in order
+    (``c_link``, ``c_self_total``, ``c_self``), the value rows (``n``). Columns: ``alloc``
+    (``K``), ``pair`` (``Q``), ``self_total`` (``S``), ``z``."""
 
-        z* <= sum u + w . capacity + sum_k max(0, d_k) ub_k + z_ub max(0, 1 + sum v),
-        d_k = -(u[row_k] + w[type_k] usage_k + v[row_k] coef_k),
+    A: Any  # scipy.sparse.csc_array
+    c: np.ndarray
+    col_upper: np.ndarray
+    cert_upper: np.ndarray
+    """Finite upper bounds every feasible point meets (the certificate's box):
+    ``self_total <= `` its row's pair coefficients summed, ``z <= min_r max_k coef``."""
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    K: int
+    Q: int
+    S: int
+    pair_row: np.ndarray
+    """Row (group) of each pair column."""
 
-    where ``z_ub = min_r max_k coef_k`` over the row's open columns (a row's time is at
-    most 1). The free ``self_total`` columns meet only rows whose dual is 0 (reduced
-    cost 0) and ``z`` no capacity row (``z_usage`` is ``None``)."""
-    assert lp.z_usage is None
-    u, w, v = np.maximum(u, 0.0), np.maximum(w, 0.0), np.minimum(v, 0.0)
-    n = lp.num_rows
+    @property
+    def num_cols(self) -> int:
+        return self.K + self.Q + self.S + 1
+
+
+def full_lp(lp: M.MaxMinLP) -> FullLP:
+    """:class:`FullLP` of a space-sharing :class:`~.maxmin.MaxMinLP`."""
+    import scipy.sparse as sp
+
+    assert lp.z_usage is None and len(lp.columns) == 2 and len(lp.free) == 1
+    n, T = lp.num_rows, len(lp.capacity)
+    solo, shared = lp.columns
+    K, Q, S = len(solo), len(shared), lp.free[0].count
+    ncol = K + Q + S + 1
+    zc = ncol - 1
+    extra_rows = sum(r.num_rows for r in lp.extra_rows)
+    fair0 = n + T + extra_rows
+    rows, cols, vals = [], [], []
     best = np.zeros(n)
-    bound = float(u.sum() + w @ lp.capacity)
-    for b in lp.columns:
-        ok = np.ones(len(b), dtype=bool) if b.open is None else b.open
-        row, typ = b.row[ok], b.type[ok]
-        coef = lp.row_scale[row] * b.rate[ok] * lp.coefficient_scale
-        d = -(u[row] + w[typ] * b.usage[ok] + v[row] * coef)
-        bound += float(np.maximum(d, 0.0).sum())
-        np.maximum.at(best, row, coef)
-    z_ub = float(best.min()) if n else 0.0
-    if lp.z_max is not None:
-        z_ub = min(z_ub, lp.z_max * lp.scale)
-    return bound + z_ub * max(0.0, 1.0 + float(v.sum()))
+    for block, off in ((solo, 0), (shared, K)):
+        k = off + np.arange(len(block))
+        coef = lp.row_scale[block.row] * block.rate * lp.coefficient_scale
+        rows += [block.row, n + block.type, fair0 + block.row]
+        cols += [k, k, k]
+        vals += [np.ones(len(block)), block.usage, coef]
+        ok = np.ones(len(block), dtype=bool) if block.open is None else block.open
+        np.maximum.at(best, block.row[ok], coef[ok])
+    ro = n + T
+    for r in lp.extra_rows:
+        rows.append(ro + r.rows)
+        cols.append(r.cols)
+        vals.append(r.vals)
+        ro += r.num_rows
+    rows.append(fair0 + np.arange(n))
+    cols.append(np.full(n, zc))
+    vals.append(-np.ones(n))
+    A = sp.csc_array(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(fair0 + n, ncol),
+    )
+    A.sum_duplicates()
+    A.eliminate_zeros()
+    col_upper = np.ones(ncol)
+    if solo.open is not None:
+        col_upper[:K] = np.where(solo.open, 1.0, 0.0)
+    z_max = np.inf if lp.z_max is None else lp.z_max * lp.scale
+    col_upper[K + Q : K + Q + S] = np.inf
+    col_upper[zc] = z_max
+    cert = col_upper.copy()
+    st = lp.extra_rows[1]  # c_self_total[s]: sum gm * pair - self_total[s] = 0
+    on_pairs = st.cols < K + Q
+    cert[K + Q : K + Q + S] = np.bincount(
+        st.rows[on_pairs], np.abs(st.vals[on_pairs]), minlength=S
+    )[:S]
+    cert[zc] = min(float(best.min()) if n else 0.0, z_max)
+    c = np.zeros(ncol)
+    c[zc] = 1.0
+    row_lower = np.concatenate(
+        [np.full(n + T, -np.inf), *(r.lower for r in lp.extra_rows), np.zeros(n)]
+    )
+    row_upper = np.concatenate(
+        [np.ones(n), lp.capacity, *(r.upper for r in lp.extra_rows), np.full(n, np.inf)]
+    )
+    return FullLP(A, c, col_upper, cert, row_lower, row_upper, K, Q, S, shared.row)
+
+
+def lagrangian_bound(f: FullLP, y: np.ndarray) -> tuple[float, np.ndarray]:
+    """An upper bound on the full LP's ``z`` from ANY row duals ``y`` (clipped to their
+    signs: ``>= 0`` on rows with only an upper bound, ``<= 0`` on rows with only a lower
+    one), and every column's reduced cost ``d = c - A^T y``.
+
+    Lagrangian relaxation of every row over the box ``0 <= x <= cert_upper``: ::
+
+        z* <= sum_r (y_r > 0 ? y_r upper_r : y_r lower_r) + sum_k max(0, d_k) cert_upper_k
+    """
+    y = np.where(np.isinf(f.row_lower), np.maximum(y, 0.0), y)
+    y = np.where(np.isinf(f.row_upper), np.minimum(y, 0.0), y)
+    up = np.where(np.isinf(f.row_upper), 0.0, f.row_upper)
+    lo = np.where(np.isinf(f.row_lower), 0.0, f.row_lower)
+    d = f.c - f.A.T @ y
+    rows = float(np.where(y > 0, y * up, y * lo).sum())
+    return rows + float((np.maximum(d, 0.0) * f.cert_upper).sum()), d
+
+
+def restricted(f: FullLP, pick: np.ndarray, name: str) -> Any:
+    """A :class:`~hetopt.highs.CompiledModel` of the columns ``pick`` of ``f`` (all rows)."""
+    import pyomo.environ as pyo
+
+    from ...highs import CompiledModel
+
+    A = f.A[:, pick]
+    A.sort_indices()
+    k, m = len(pick), A.shape[0]
+    return CompiledModel(
+        model=pyo.ConcreteModel(name=name),
+        columns=[None] * k,
+        rows=[None] * m,
+        A=A,
+        c=f.c[pick],
+        offset=0.0,
+        maximize=True,
+        col_lower=np.zeros(k),
+        col_upper=f.col_upper[pick],
+        row_lower=f.row_lower,
+        row_upper=f.row_upper,
+        integrality=np.zeros(k, dtype=np.int32),
+    )
 
 
 def solve_priced(
     session: Session, instance: GpuClusterInstance, objective: str, reader: Any
 ) -> Outcome | None:
-    """Space sharing solved without its pair columns when that is provably optimal.
+    """Space sharing by generating pair columns (exact, certified).
 
-    The time-sharing LP over the same rows (the ``alloc`` block only) is solved; its
-    duals, every pair and link row's dual taken 0, give :func:`lagrangian_bound` of the
-    full LP. When that bound meets its ``z`` (:data:`PRICED_GAP_TOL`), no pair column
-    can help and its optimum is the full LP's (``bound``/``gap`` from the certificate);
-    otherwise ``None``: the caller solves the full LP.
+    The restricted LP holds every row of the full LP, every ``alloc``, ``self_total``
+    and ``z`` column and, at first, no ``pair`` column: the time-sharing LP over the same
+    groups. Its row duals price every pair column (:func:`lagrangian_bound`, valid for any
+    duals); the (at most :data:`PER_ROW`) best positive ones of each row enter and HiGHS
+    re-solves warm by primal simplex (adding columns keeps its basis primal feasible),
+    until the bound meets ``z``; after :data:`MAX_ROUNDS` every remaining pair column
+    enters. ``None`` when HiGHS does not solve the first LP to optimality (the caller
+    then solves the full LP).
     """
+    from ...highs import HighsModel
+
     arr = instance.arrays
     with session.timer("build_s"):
         lp, parts = colocation_lp(instance, objective, None, False)
-        solo = lp.columns[0]
-        restricted = replace(lp, columns=(solo,), free=(), extra_rows=())
-        built = M.build(restricted)
-    live = session.open(built)
-    view = live.solve(session.options, M.LP_METHOD, "without_pairs")
-    raw = view.raw
-    if raw.status != Status.OPTIMAL or raw.row_dual is None or raw.x is None:
-        return None
-    m, hm = built.model, live.highs_model
-    n, T = lp.num_rows, len(lp.capacity)
-    value_rows = getattr(m, lp.value_rows)
-    time0, cap0, fair0 = hm.row(m.c_time[0]), hm.row(m.c_capacity[0]), hm.row(value_rows[0])
-    if not (
-        hm.row(m.c_time[n - 1]) == time0 + n - 1
-        and hm.row(value_rows[n - 1]) == fair0 + n - 1
-        and hm.row(m.c_capacity[T - 1]) == cap0 + T - 1
-    ):
-        return None  # (rows not in blocks: no cheap duals)
-    y = raw.row_dual
-    z = view.value(m.z)
-    bound = lagrangian_bound(lp, y[time0 : time0 + n], y[cap0 : cap0 + T], y[fair0 : fair0 + n])
-    if bound - z > PRICED_GAP_TOL * max(abs(z), 1e-12):
-        return None
+        f = full_lp(lp)
+        K, Q, S = f.K, f.Q, f.S
+        zc = f.num_cols - 1
+        pick = np.r_[np.arange(K), K + Q + np.arange(S), zc]
+        compiled = restricted(f, pick, lp.name)
+    with session.timer("transfer_s"):
+        hm = HighsModel(compiled)
+    lay = ColocationLayout(M.MaxMinLayout(Pairs(lp.columns[0].row, lp.columns[0].type),
+                                          lp.value_rows, lp.scale), *parts)  # fmt: skip
+    live = session.adopt(Built(compiled.model, lay), hm)
+    h = hm.highs
+    in_lp = np.zeros(f.num_cols, dtype=bool)
+    in_lp[pick] = True
+    view = live.solve(session.remaining(session.options), M.LP_METHOD, "restricted")
+    rounds, added, bound, certified = 0, 0, None, False
+    while True:
+        raw = view.raw
+        if raw.status != Status.OPTIMAL or raw.row_dual is None or raw.x is None:
+            if rounds == 0:
+                return None
+            break
+        z = float(raw.x[K + S])  # (z stays at its place: new columns go last)
+        bound, d = lagrangian_bound(f, raw.row_dual)
+        if bound - z <= PRICED_GAP_TOL * max(abs(z), 1e-12):
+            certified = True
+            break
+        enter = np.nonzero((d > PRICE_TOL) & ~in_lp)[0]
+        if len(enter) == 0:
+            break
+        rounds += 1
+        if rounds > MAX_ROUNDS:
+            enter = np.nonzero(~in_lp)[0]
+        else:
+            row = f.pair_row[np.clip(enter - K, 0, max(Q - 1, 0))]
+            order = np.lexsort((-d[enter], row))
+            enter, row = enter[order], row[order]
+            first = np.searchsorted(row, row, side="left")
+            enter = np.sort(enter[np.arange(len(enter)) - first < PER_ROW])
+        sub = f.A[:, enter]
+        sub.sort_indices()
+        k = len(enter)
+        h.addCols(
+            k, f.c[enter], np.zeros(k), f.col_upper[enter], int(sub.nnz),
+            sub.indptr[:-1].astype(np.int32), sub.indices.astype(np.int32),
+            sub.data.astype(np.float64),
+        )  # fmt: skip
+        pick = np.r_[pick, enter]
+        in_lp[enter] = True
+        added += k
+        opts = session.remaining(session.options)
+        opts = opts.replace(highs_options={"simplex_strategy": 4, **opts.highs_options})
+        view = live.solve(opts, M.LP_METHOD, "priced")
+
     with session.timer("load_s"):
-        lay = ColocationLayout(built.layout, *parts)
-        x_solo = view.values(m.alloc, range(len(solo)))
-        allocation, jobs, thr_eff, info = colocation_tables(
-            arr, lay, x_solo, np.zeros(len(lay.group_cols))
-        )
+        raw = view.raw
+        if not raw.status.has_solution or raw.x is None:
+            return None
+        x = np.zeros(f.num_cols)
+        x[pick] = raw.x
+        z = float(x[zc])
+        allocation, jobs, thr_eff, info = colocation_tables(arr, lay, x[:K], x[K : K + Q])
         info.update(
             {
                 "lp_strategy": "column_generation",
-                "pricing_rounds": 0,
-                "columns_generated": 0,
-                "lp_columns": len(solo),
-                "pair_columns_full": len(solo) + len(lay.group_cols),
+                "pricing_rounds": rounds,
+                "columns_generated": added,
+                "lp_columns": int(in_lp[: K + Q].sum()),
+                "pair_columns_full": K + Q,
             }
         )
         scale = lp.scale
-        value, status, term = reader.read(arr, jobs, thr_eff, z, scale, True, info)
+        optimal = raw.status == Status.OPTIMAL and certified
+        value, status, term = reader.read(arr, jobs, thr_eff, z, scale, optimal, info)
         tables = {"allocation": allocation, "jobs": jobs}
         if status is not None:  # makespan: some job cannot progress
             return Outcome(None, tables, info, status, term, None, None)
-        if value is None:
-            return None
+        if not optimal or bound is None or value is None:
+            return Outcome(value, tables, info, raw.status, raw.termination, None, None)
         z_bound = max(bound, z)
-        makespan = objective == "makespan"
-        proven = scale / z_bound if makespan else z_bound / scale
+        proven = scale / z_bound if objective == "makespan" else z_bound / scale
         gap = abs(proven - value) / max(abs(proven), abs(value), 1e-12)
-        if gap > 1e-9:
-            return None
-        return Outcome(value, tables, info, Status.OPTIMAL, raw.termination, proven, gap)
+        status = Status.OPTIMAL if gap <= 1e-9 else Status.FEASIBLE
+        term = raw.termination if status == Status.OPTIMAL else "pricing gap above 1e-9"
+        return Outcome(value, tables, info, status, term, proven, gap)
