@@ -534,9 +534,9 @@ def colocation_tables(
 
 
 # ----------------------------------------------------------------- priced solve
-PRICED_MIN_COLUMNS = 100_000
-"""``lp_strategy="auto"`` generates pair columns from this many (never on the small
-instances, where one LP is cheap)."""
+PRICED_MIN_COLUMNS = 20_000
+"""``lp_strategy="auto"`` generates pair columns when the LP has this many (after
+symmetry groups; measured faster from 512 Gavel jobs, makespan 1.5 s against 14 s)."""
 
 PRICED_GAP_TOL = 2e-10
 """The certificate must come this close to ``z`` (relative)."""
@@ -548,16 +548,32 @@ MAX_ROUNDS = 20
 """After this many rounds every remaining pair column enters (the full LP)."""
 
 
-def wants_pricing(params: Any, inst: GpuClusterInstance) -> bool:
-    """Generate pair columns (``lp_strategy``; never agnostic)?"""
+def wants_pricing(params: Any, inst: GpuClusterInstance, by_steps: bool) -> bool:
+    """Generate pair columns (``lp_strategy``; never agnostic)? ``auto``: a cheap
+    pre-check (:func:`solve_priced` counts the LP's pair columns)."""
     if params.agnostic or params.lp_strategy == "monolithic":
         return False
     if params.lp_strategy == "column_generation":
         return True
+    return pair_columns_bound(inst, by_steps) >= PRICED_MIN_COLUMNS
+
+
+def pair_columns_bound(inst: GpuClusterInstance, by_steps: bool) -> int:
+    """An upper bound on the LP's pair columns, without building them: per symmetry
+    group (:func:`symmetry_groups`), the entries that name its class."""
+    entries = inst.colocation or ()
+    if not entries:
+        return 0
     arr = inst.arrays
-    if arr.num_jobs * len(inst.colocation or ()) < PRICED_MIN_COLUMNS:
-        return False  # (at most one pair column per job and entry)
-    return len(colocation_data(inst, arr).cols) >= PRICED_MIN_COLUMNS
+    per_class: dict[tuple[str | None, int], int] = {}
+    for e in entries:
+        for t in set(e.job_types):
+            per_class[(t, e.scale_factor)] = per_class.get((t, e.scale_factor), 0) + 1
+    keys = [(j.job_type, j.scale_factor) for j in inst.jobs]
+    codes = {k: c for c, k in enumerate(dict.fromkeys(keys))}
+    job_class = np.array([codes[k] for k in keys], dtype=float)
+    _, reps, _ = symmetry_groups(arr, job_class, arr.thr, by_steps)
+    return int(sum(per_class.get(keys[int(r)], 0) for r in reps))
 
 
 @dataclass(frozen=True)
@@ -692,7 +708,11 @@ def restricted(f: FullLP, pick: np.ndarray, name: str) -> Any:
 
 
 def solve_priced(
-    session: Session, instance: GpuClusterInstance, objective: str, reader: Any
+    session: Session,
+    instance: GpuClusterInstance,
+    objective: str,
+    reader: Any,
+    auto: bool = False,
 ) -> Outcome | None:
     """Space sharing by generating pair columns (exact, certified).
 
@@ -702,14 +722,17 @@ def solve_priced(
     duals); the (at most :data:`PER_ROW`) best positive ones of each row enter and HiGHS
     re-solves warm by primal simplex (adding columns keeps its basis primal feasible),
     until the bound meets ``z``; after :data:`MAX_ROUNDS` every remaining pair column
-    enters. ``None`` when HiGHS does not solve the first LP to optimality (the caller
-    then solves the full LP).
+    enters. ``None`` when HiGHS does not solve the first LP to optimality, or when
+    ``auto`` and the LP has fewer than :data:`PRICED_MIN_COLUMNS` pair columns (the
+    caller then solves the full LP).
     """
     from ...highs import HighsModel
 
     arr = instance.arrays
     with session.timer("build_s"):
         lp, parts = colocation_lp(instance, objective, None, False)
+        if auto and len(lp.columns[1]) < PRICED_MIN_COLUMNS:
+            return None
         f = full_lp(lp)
         K, Q, S = f.K, f.Q, f.S
         zc = f.num_cols - 1

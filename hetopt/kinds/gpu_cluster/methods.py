@@ -334,8 +334,9 @@ class SpaceSharing(OneLP):
 
         if self.needs_steps:
             require_steps(instance)
-        if wants_pricing(params, instance):
-            outcome = solve_priced(session, instance, self.objective, self)
+        if wants_pricing(params, instance, self.objective == "makespan"):
+            auto = params.lp_strategy == "auto"
+            outcome = solve_priced(session, instance, self.objective, self, auto)
             if outcome is not None:
                 opts = session.options
                 outcome.details["lp_method"] = (
