@@ -259,8 +259,8 @@ def solve_by_columns(
     while True:
         raw = view.raw
         if raw.status != Status.OPTIMAL or raw.row_dual is None or raw.x is None:
-            if crossed or raw.status not in (Status.OPTIMAL, Status.FEASIBLE, Status.ERROR):
-                break
+            if crossed or raw.status not in (Status.OPTIMAL, Status.ERROR):
+                break  # (infeasible, or a limit: FEASIBLE)
             crossed = True  # the interior point fell short of its tolerance: a vertex
             view = run(CROSSOVER_OPTIONS, "crossover")
             continue
