@@ -123,9 +123,9 @@ def test_policy(benchmark, spec: BenchSpec) -> None:
     record(benchmark, res, **extra)
 
 
-# space sharing certified without pair columns (colocation.solve_priced): one job bounds
-# the makespan; the priced path at a default-tier size (auto uses it from 100,000 pair
-# columns, e.g. gpu_policies/space_sharing/makespan/8192)
+# space sharing by pair column generation (colocation.solve_priced), certified with no
+# pair column: one job bounds the makespan (auto prices from 20,000 pair columns in the
+# LP, e.g. gpu_policies/space_sharing/makespan/512 to 8192)
 PRICED = [
     register(
         BenchSpec(

@@ -1,6 +1,6 @@
-"""Space sharing solved without its pair columns when a Lagrangian certificate proves it
-(``colocation.solve_priced``): the monolithic LP's optimum (1e-9) with a dual bound, or
-the monolithic LP itself when pair columns can help."""
+"""Space sharing by pair column generation (``colocation.solve_priced``): the monolithic
+LP's optimum (1e-9) with a Lagrangian dual bound, both where no pair column is needed
+and where sharing helps."""
 
 from __future__ import annotations
 
