@@ -125,3 +125,50 @@ def test_policy(benchmark, spec: BenchSpec) -> None:
     elif spec.objective == "min_cost":
         extra = {"slo_unmet": len(res.info["slo_unmet"])}
     record(benchmark, res, **extra)
+
+
+# space sharing by pair column generation (colocation.solve_priced), certified with no
+# pair column: one job bounds the makespan (auto prices from 20,000 pair columns in the
+# LP, e.g. gpu_policies/space_sharing/makespan/512 to 8192)
+PRICED = [
+    register(
+        BenchSpec(
+            name=f"gpu_policies/space_sharing_priced/makespan/{n}",
+            kind="gpu_cluster",
+            objective="makespan",
+            size={
+                "jobs": n,
+                "workers": workers_for(n),
+                "params": {"lp_strategy": "column_generation"},
+            },
+            slow=False,
+            make=lambda n=n: make(n, "space_sharing/makespan"),
+        )
+    )
+    for n in (512,)
+]
+
+
+@pytest.mark.parametrize("spec", [pytest.param(s, id=s.name) for s in PRICED])
+def test_space_sharing_priced(benchmark, spec: BenchSpec) -> None:
+    d = spec.make().to_dict()
+    d["jobs"][0]["steps_remaining"] *= 200  # this job alone bounds the makespan
+    inst = GpuClusterInstance.from_dict(d)
+    opts = SolveOptions(threads=1)
+    res = benchmark.pedantic(
+        lambda: hetopt.solve(inst, "makespan", options=opts, **spec.size["params"]),
+        rounds=1,
+        iterations=1,
+    )
+    assert res.status == Status.OPTIMAL, res.termination
+    assert res.verification.ok, res.verification.violations
+    assert res.info["lp_strategy"] == "column_generation" and res.gap <= 1e-9
+    mono = hetopt.solve(inst, "makespan", options=opts, lp_strategy="monolithic")
+    assert res.objective_value == pytest.approx(mono.objective_value, rel=1e-9)
+    record(
+        benchmark,
+        res,
+        monolithic_s=mono.runtime_s,
+        pair_columns_full=res.info["pair_columns_full"],
+        lp_columns=res.info["lp_columns"],
+    )

@@ -6,35 +6,42 @@ types and ``N`` jobs, an optimal basis has at most ``2N + K`` basic variables ov
 per job and grown only where it pays:
 
 1. the restricted LP holds, for every row, the ``initial`` pairs with the largest value
-   coefficient (its best types) and is solved by interior point (with crossover);
-2. with its row duals ``y`` (time ``u_i``, capacity ``w_t``, fairness ``v_i``) the
-   reduced cost of every absent pair is, in numpy,
+   coefficient (its best types); it is passed to HiGHS as arrays (no Pyomo model) and
+   solved by interior point without crossover, to a tight tolerance
+   (:data:`IPM_TOLERANCE`);
+2. with its row duals ``y`` (time ``u_i``, capacity ``w_t``, fairness ``v_i``, clipped
+   to their signs) the reduced cost of every pair is, in numpy,
    ``d[i,t] = -(u_i + w_t * usage[i,t] + v_i * coef[i,t])`` (HiGHS: ``c - A^T y``);
-3. pairs with ``d > tol`` enter (the best per row) and HiGHS re-solves warm from its
-   basis (primal simplex: the basis stays primal feasible), or by interior point when
-   many enter; repeat.
+3. when the certificate below does not close the gap, the pairs with ``d > tol`` enter
+   (the :data:`PER_ROW` best of each row) and HiGHS solves again; after ``max_rounds``
+   every remaining pair is added (the monolithic LP).
 
-Certificate: for any row duals of the right signs, ``z* <= y^T b + sum_k max(0, d_k) *
-ub_k`` (Lagrangian relaxation of the rows, box ``0 <= x <= 1``), and at an optimum of
-the restricted LP ``y^T b`` is its objective. So ``bound = z_rmp + sum_k max(0, d_k)``
-over every pair is a proven dual bound of the full LP; the loop stops when no pair
-prices out (``d <= tol`` everywhere: gap below ``tol`` times the number of pairs).
-After ``max_rounds`` every remaining pair is added (the monolithic LP, solved warm).
+Certificate (Lagrangian relaxation of every row, box ``0 <= x <= 1``, ``0 <= z <=
+z_ub``): for ANY row duals of the right signs (``u, w >= 0``, ``v <= 0``), ::
+
+    z* <= sum_i u_i + sum_t w_t W_t + sum_k max(0, d_k) + z_ub * max(0, 1 + sum_i v_i)
+
+over every pair of the full LP, where ``z_ub = min_i max_k coef[i,k]`` (no row's value
+exceeds its best type full time). It needs neither an exact optimum nor a basis of the
+restricted LP: interior-point duals give it, and the loop stops when it is within
+:data:`GAP_TOL` (relative) of the restricted LP's ``z``. Crossover (a vertex, exact
+duals) runs only when the interior-point run does not reach its tolerance.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...contract import Outcome
+from ...contract import Built, Outcome
 from ...status import Status
 from . import formulations as F
 from . import maxmin as M
 
 if TYPE_CHECKING:
+    from ...highs import CompiledModel
     from ...pipeline import Session
     from . import GpuClusterParams
     from .data import GpuClusterInstance
@@ -45,9 +52,22 @@ PRICE_TOL = 1e-9
 INITIAL = 3
 """Pairs per row in the first restricted LP (the row's best types)."""
 
-MAX_ROUNDS = 20
-WARM_FRACTION = 0.05
-"""Re-solve warm by simplex when fewer pairs than this fraction of the rows enter."""
+PER_ROW = 2
+"""Pairs that may enter per row and round (multiple pricing: each round is a cold
+interior-point solve, so few rounds matter more than few columns)."""
+
+MAX_ROUNDS = 8
+
+GAP_TOL = 2e-10
+"""Stop when the certificate is within this of ``z`` (relative; the result's gap must
+be at most 1e-9)."""
+
+IPM_TOLERANCE = 1e-10
+"""HiGHS's ``ipm_optimality_tolerance`` for the restricted LPs (default 1e-8: its
+duals then leave a gap near 1e-8, above what the certificate must show)."""
+
+IPM_OPTIONS = {"solver": "ipm", "run_crossover": "off", "ipm_optimality_tolerance": IPM_TOLERANCE}
+CROSSOVER_OPTIONS = {"solver": "ipm", "run_crossover": "on"}
 
 AUTO_MIN_PAIRS = 50_000
 """``lp_strategy="auto"`` generates columns from this many pairs (and more than
@@ -90,6 +110,96 @@ def initial_pairs(p: Pricing, num_rows: int, per_row: int = INITIAL) -> np.ndarr
     return np.sort(order[rank < per_row])
 
 
+@dataclass(frozen=True)
+class ColumnsLayout:
+    """Rows and columns of the restricted LP held in HiGHS: ``z`` is column 0, pair
+    columns follow in the order they entered; rows are ``c_time`` (``n``), then
+    ``c_capacity`` (``T``), then the value rows (``n``)."""
+
+    num_rows: int
+    num_types: int
+
+    @property
+    def cap0(self) -> int:
+        return self.num_rows
+
+    @property
+    def fair0(self) -> int:
+        return self.num_rows + self.num_types
+
+
+def pair_matrix(
+    p: Pricing, pick: np.ndarray, lay: ColumnsLayout, first_col: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSC ``(starts, index, values)`` of the pair columns ``pick`` (three entries each;
+    a zero GPU usage is kept as an explicit zero)."""
+    k = len(pick)
+    r = p.row[pick]
+    index = np.stack([r, lay.cap0 + p.type[pick], lay.fair0 + r], axis=1).ravel()
+    values = np.stack([np.ones(k), p.usage[pick], p.coef[pick]], axis=1).ravel()
+    starts = first_col + np.arange(0, 3 * k, 3)
+    return starts.astype(np.int32), index.astype(np.int32), values.astype(np.float64)
+
+
+def restricted_model(
+    name: str, p: Pricing, pick: np.ndarray, lay: ColumnsLayout, capacity: np.ndarray,
+    z_upper: float,
+) -> CompiledModel:  # fmt: skip
+    """The restricted LP over the pairs ``pick`` as arrays (``z`` first)."""
+    import pyomo.environ as pyo
+    import scipy.sparse as sp
+
+    from ...highs import CompiledModel
+
+    n, T = lay.num_rows, lay.num_types
+    k = len(pick)
+    starts, index, values = pair_matrix(p, pick, lay, first_col=n)
+    # z: -1 in every value row
+    indptr = np.r_[0, starts, n + 3 * k].astype(np.int32)
+    indices = np.r_[lay.fair0 + np.arange(n), index].astype(np.int32)
+    data = np.r_[-np.ones(n), values]
+    A = sp.csc_array((data, indices, indptr), shape=(2 * n + T, k + 1))
+    c = np.zeros(k + 1)
+    c[0] = 1.0
+    return CompiledModel(
+        model=pyo.ConcreteModel(name=name),
+        columns=[None] * (k + 1),
+        rows=[None] * (2 * n + T),
+        A=A,
+        c=c,
+        offset=0.0,
+        maximize=True,
+        col_lower=np.zeros(k + 1),
+        col_upper=np.r_[z_upper, np.ones(k)],
+        row_lower=np.r_[np.full(n + T, -np.inf), np.zeros(n)],
+        row_upper=np.r_[np.ones(n), capacity, np.full(n, np.inf)],
+        integrality=np.zeros(k + 1, dtype=np.int32),
+    )
+
+
+def certificate(
+    p: Pricing, lay: ColumnsLayout, y: np.ndarray, capacity: np.ndarray, z_upper: float
+) -> tuple[float, np.ndarray]:
+    """The Lagrangian bound of the module docstring from the row duals ``y`` (clipped to
+    their signs), and every pair's reduced cost."""
+    n, T = lay.num_rows, lay.num_types
+    u = np.maximum(y[:n], 0.0)
+    w = np.maximum(y[lay.cap0 : lay.cap0 + T], 0.0)
+    v = np.minimum(y[lay.fair0 : lay.fair0 + n], 0.0)
+    d = -(u[p.row] + w[p.type] * p.usage + v[p.row] * p.coef)
+    dz = 1.0 + float(v.sum())
+    bound = float(u.sum() + w @ capacity + np.maximum(d, 0.0).sum()) + z_upper * max(dz, 0.0)
+    return bound, d
+
+
+def z_upper_of(p: Pricing, num_rows: int, z_max: float | None) -> float:
+    """``min_i max_k coef[i,k]``: an upper bound on ``z`` (0 when a row has no pair)."""
+    best = np.zeros(num_rows)
+    np.maximum.at(best, p.row, p.coef)
+    ub = float(best.min()) if num_rows else 0.0
+    return ub if z_max is None else min(ub, z_max)
+
+
 def solve_by_columns(
     session: Session,
     instance: GpuClusterInstance,
@@ -98,6 +208,7 @@ def solve_by_columns(
 ) -> Outcome:
     """The max-min fairness or makespan LP of ``instance`` by column generation (module
     docstring)."""
+    from ...highs import HighsModel
     from .methods import MakespanRead, MaxMinRead, require_steps, time_share_tables
 
     makespan = objective == "makespan"
@@ -118,80 +229,71 @@ def solve_by_columns(
             lp = F.makespan_lp(sub, None, mult, t_ref)
         else:
             lp = F.max_min_lp(sub, None, None, mult)
+        assert lp.z_usage is None and not lp.extra_rows and not lp.free
         pricing = Pricing.of(lp)
         n, T = sub.num_jobs, len(sub.types)
+        lay = ColumnsLayout(n, T)
+        capacity = np.asarray(lp.capacity, dtype=float)
+        # (the certificate's bound on z; not in the LP, where z at such a bound slows the
+        # interior point down)
+        z_ub = z_upper_of(pricing, n, None if lp.z_max is None else lp.z_max * lp.scale)
         first = initial_pairs(pricing, n, INITIAL)
-        full = lp.columns[0]
-        ok = np.ones(len(full), dtype=bool) if full.open is None else full.open
-        idx = np.nonzero(ok)[0][first]
-        block = M.TimeColumns(
-            full.var, full.index, full.row[idx], full.type[idx], full.rate[idx], full.usage[idx]
-        )
-        built = M.build(replace(lp, columns=(block,)))
-    live = session.open(built)
-    m, hm = built.model, live.highs_model
-    time0 = hm.row(m.c_time[0])
-    cap0 = hm.row(m.c_capacity[0])
-    value_rows = getattr(m, lp.value_rows)
-    fair0 = hm.row(value_rows[0])
-    assert hm.row(m.c_time[n - 1]) == time0 + n - 1 and hm.row(value_rows[n - 1]) == fair0 + n - 1
-    cols = [live.compiled.columns_of(m.alloc, range(len(first)))]
-    zcol = live.compiled.column(m.z)
+        z_max = np.inf if lp.z_max is None else lp.z_max * lp.scale
+        compiled = restricted_model(lp.name, pricing, first, lay, capacity, z_max)
+    with session.timer("transfer_s"):
+        hm = HighsModel(compiled)
+    live = session.adopt(Built(compiled.model, lay), hm)
+    h = hm.highs
     in_lp = np.zeros(len(pricing), dtype=bool)
     in_lp[first] = True
     members = [first]
+    cols = [1 + np.arange(len(first), dtype=np.int64)]
 
-    options = session.options
-    view = live.solve(options, M.LP_METHOD, "restricted")
-    rounds, added, bound, certified = 0, 0, None, False
+    def run(extra: dict[str, Any], stage: str) -> Any:
+        opts = session.remaining(session.options)
+        opts = opts.replace(highs_options={**extra, **opts.highs_options})
+        return live.solve(opts, M.LP_METHOD, stage)
+
+    view = run(IPM_OPTIONS, "restricted")
+    rounds, added, bound, certified, crossed = 0, 0, None, False, False
     while True:
         raw = view.raw
         if raw.status != Status.OPTIMAL or raw.row_dual is None or raw.x is None:
-            break
-        y = raw.row_dual
-        u, w, v = y[time0 : time0 + n], y[cap0 : cap0 + T], y[fair0 : fair0 + n]
-        d = -(u[pricing.row] + w[pricing.type] * pricing.usage + v[pricing.row] * pricing.coef)
-        d[in_lp] = 0.0  # in the LP already: their part is in its optimum (strong duality)
-        z = float(raw.x[zcol])
-        bound = z + float(np.maximum(d, 0.0).sum())
-        enter = np.nonzero(d > PRICE_TOL)[0]
-        if len(enter) == 0:
+            if crossed or raw.status not in (Status.OPTIMAL, Status.ERROR):
+                break  # (infeasible, or a limit: FEASIBLE)
+            crossed = True  # the interior point fell short of its tolerance: a vertex
+            view = run(CROSSOVER_OPTIONS, "crossover")
+            continue
+        z = float(raw.x[0])
+        bound, d = certificate(pricing, lay, raw.row_dual, capacity, z_ub)
+        if bound - z <= GAP_TOL * max(abs(z), 1e-12):
             certified = True
             break
+        enter = np.nonzero((d > PRICE_TOL) & ~in_lp)[0]
+        if len(enter) == 0:  # nothing prices out but the duals are not tight: a vertex
+            if crossed:
+                break
+            crossed = True
+            view = run(CROSSOVER_OPTIONS, "crossover")
+            continue
         rounds += 1
-        if rounds > MAX_ROUNDS:  # the monolithic LP, warm
+        if rounds > MAX_ROUNDS:  # the monolithic LP
             enter = np.nonzero(~in_lp)[0]
-        else:  # the best entering pair of each row
+        else:  # the PER_ROW best entering pairs of each row
             best = np.lexsort((-d[enter], pricing.row[enter]))
-            rows = pricing.row[enter][best]
-            enter = enter[best][np.r_[True, rows[1:] != rows[:-1]]]
+            enter = enter[best]
+            rows = pricing.row[enter]
+            start = np.searchsorted(rows, rows, side="left")
+            enter = enter[np.arange(len(enter)) - start < PER_ROW]
         k = len(enter)
-        start = hm.highs.getNumCol()
-        starts = np.arange(0, 3 * k, 3, dtype=np.int32)
-        index = np.stack(
-            [time0 + pricing.row[enter], cap0 + pricing.type[enter], fair0 + pricing.row[enter]],
-            axis=1,
-        ).ravel()
-        values = np.stack([np.ones(k), pricing.usage[enter], pricing.coef[enter]], axis=1).ravel()
-        hm.highs.addCols(
-            k,
-            np.zeros(k),
-            np.zeros(k),
-            np.ones(k),
-            3 * k,
-            starts,
-            index.astype(np.int32),
-            values.astype(np.float64),
-        )
-        cols.append(np.arange(start, start + k, dtype=np.int64))
+        first_col = h.getNumCol()
+        starts, index, values = pair_matrix(pricing, enter, lay)
+        h.addCols(k, np.zeros(k), np.zeros(k), np.ones(k), 3 * k, starts, index, values)
+        cols.append(np.arange(first_col, first_col + k, dtype=np.int64))
         members.append(enter)
         in_lp[enter] = True
         added += k
-        warm = k <= WARM_FRACTION * n
-        extra = {"simplex_strategy": 4} if warm else {"solver": "ipm"}
-        opts = session.remaining(options)
-        opts = opts.replace(highs_options={**extra, **opts.highs_options})
-        view = live.solve(opts, M.LP_METHOD, "priced" if warm else "restricted")
+        view = run(CROSSOVER_OPTIONS if crossed else IPM_OPTIONS, "priced")
 
     with session.timer("load_s"):
         raw = view.raw
@@ -209,15 +311,14 @@ def solve_by_columns(
         pick = np.concatenate(members)
         col = np.concatenate(cols)
         x = np.zeros(len(pricing))
-        ok_cols = col >= 0
-        x[pick[ok_cols]] = np.clip(raw.x[col[ok_cols]], 0.0, 1.0)
+        x[pick] = np.clip(raw.x[col], 0.0, 1.0)
         x = np.where(np.abs(x) < 1e-10, 0.0, x)
         Xr = np.zeros((n, T))
         Xr[pricing.row, pricing.type] = x
         X = Xr if group_of is None else Xr[group_of]
         allocation, jobs, thr_eff = time_share_tables(arr, X)
         scale = lp.scale
-        z = float(raw.x[zcol])
+        z = float(raw.x[0])
         optimal = raw.status == Status.OPTIMAL and certified
         reader = MakespanRead() if makespan else MaxMinRead()
         value, status, term = reader.read(arr, jobs, thr_eff, z, scale, optimal, info)

@@ -16,15 +16,20 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from ...contract import Built
+from ...contract import Built, Outcome
+from ...status import Status
 from . import maxmin as M
 from .data import ClusterArrays, GpuClusterInstance
 from .formulations import INF, Pairs, bounded_kappa, contention, makespan_reference
 from .maxmin import MaxMinLayout, Rows, TimeColumns
+
+if TYPE_CHECKING:
+    from ...pipeline import Session
 
 Class = tuple[str, int]
 
@@ -210,7 +215,21 @@ def build_colocation_model(
     agnostic: bool = False,
 ) -> Built:
     """``max_min_fairness`` or ``makespan`` with space sharing (see the module docstring),
-    built by the kind's one max-min LP builder (:func:`.maxmin.build`).
+    built by the kind's one max-min LP builder (:func:`.maxmin.build`) from
+    :func:`colocation_lp`."""
+    lp, parts = colocation_lp(inst, objective, thr, agnostic)
+    built = M.build(lp)
+    return Built(built.model, ColocationLayout(built.layout, *parts))
+
+
+def colocation_lp(
+    inst: GpuClusterInstance,
+    objective: str,
+    thr: np.ndarray | None = None,
+    agnostic: bool = False,
+) -> tuple[M.MaxMinLP, tuple[ColocationData, np.ndarray, np.ndarray, np.ndarray, PairColumns]]:
+    """The data of :func:`build_colocation_model` and its layout's parts ``(co, group_of,
+    reps, mult, group_cols)``.
 
     The model's rows are :func:`symmetry_groups` of interchangeable jobs (``mult[g]``
     jobs each). Columns: ``alloc`` (solo, one per usable (group, type)), ``pair`` (one per
@@ -309,23 +328,21 @@ def build_colocation_model(
         t_ref = makespan_reference(arr, thr)
         row_scale = t_ref / ga.steps
         scale, scale_name, value_rows = t_ref, "t_ref", "c_progress"
-    built = M.build(
-        M.MaxMinLP(
-            name="gpu_cluster_space_sharing",
-            row_set="GROUPS",
-            num_rows=n,
-            types=arr.types,
-            columns=(solo, shared),
-            capacity=arr.workers.astype(float),
-            row_scale=row_scale,
-            scale=scale,
-            scale_name=scale_name,
-            value_rows=value_rows,
-            free=(M.FreeColumns("self_total", "SELF", S),),
-            extra_rows=(link, self_total, self_rows),
-        )
+    lp = M.MaxMinLP(
+        name="gpu_cluster_space_sharing",
+        row_set="GROUPS",
+        num_rows=n,
+        types=arr.types,
+        columns=(solo, shared),
+        capacity=arr.workers.astype(float),
+        row_scale=row_scale,
+        scale=scale,
+        scale_name=scale_name,
+        value_rows=value_rows,
+        free=(M.FreeColumns("self_total", "SELF", S),),
+        extra_rows=(link, self_total, self_rows),
     )
-    return Built(built.model, ColocationLayout(built.layout, co, group_of, reps, mult, pc))
+    return lp, (co, group_of, reps, mult, pc)
 
 
 def expand_solution(
@@ -484,3 +501,319 @@ def pair_tables(
     )
     table = pd.concat([solo, shared], ignore_index=True) if len(shared) else solo
     return table, pair_thr, pair_share, len(plan)
+
+
+def colocation_tables(
+    arr: ClusterArrays, lay: ColocationLayout, x_solo: np.ndarray, x_pair: np.ndarray
+) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray, dict[str, Any]]:
+    """Allocation and job tables, effective throughputs and ``info`` of a space-sharing
+    solution (``x_solo``: the ``alloc`` columns, ``x_pair``: the ``pair`` columns)."""
+    from . import verify as V
+    from .methods import allocation_table
+
+    X, pair_vals = expand_solution(arr, lay, x_solo, x_pair)
+    pairs = Pairs.of(arr)
+    x = X[pairs.job, pairs.type]
+    thr_eff = V.effective_throughput(arr, X)
+    share = X.sum(axis=1)
+    allocation, pair_thr, pair_share, n_pairs = pair_tables(
+        arr, lay.co, pair_vals, allocation_table(arr, pairs, x)
+    )
+    thr_eff = thr_eff + pair_thr
+    share = share + pair_share
+    jobs = pd.DataFrame({"job": arr.job_ids, "time_share": share, "throughput": thr_eff})
+    jobs["shared_time"] = pair_share
+    info: dict[str, Any] = {
+        "colocated_pairs": n_pairs,
+        "pair_columns": len(lay.group_cols),  # in the LP (one per symmetry group)
+        "pair_columns_per_job": len(lay.co.cols),
+        "dominated_pairs_dropped": lay.co.dominated_pairs,
+        "symmetry_groups": len(lay.reps),
+    }
+    return allocation, jobs, thr_eff, info
+
+
+# ----------------------------------------------------------------- priced solve
+PRICED_MIN_COLUMNS = 20_000
+"""``lp_strategy="auto"`` generates pair columns when the LP has this many (after
+symmetry groups; measured faster from 512 Gavel jobs, makespan 1.5 s against 14 s)."""
+
+PRICED_GAP_TOL = 2e-10
+"""The certificate must come this close to ``z`` (relative)."""
+
+PRICE_TOL = 1e-9
+PER_ROW = 2
+"""Pair columns that may enter per row and round."""
+MAX_ROUNDS = 20
+"""After this many rounds every remaining pair column enters (the full LP)."""
+
+
+def wants_pricing(params: Any, inst: GpuClusterInstance, by_steps: bool) -> bool:
+    """Generate pair columns (``lp_strategy``; never agnostic)? ``auto``: a cheap
+    pre-check (:func:`solve_priced` counts the LP's pair columns)."""
+    if params.agnostic or params.lp_strategy == "monolithic":
+        return False
+    if params.lp_strategy == "column_generation":
+        return True
+    return pair_columns_bound(inst, by_steps) >= PRICED_MIN_COLUMNS
+
+
+def pair_columns_bound(inst: GpuClusterInstance, by_steps: bool) -> int:
+    """An upper bound on the LP's pair columns, without building them: per symmetry
+    group (:func:`symmetry_groups`), the entries that name its class."""
+    entries = inst.colocation or ()
+    if not entries:
+        return 0
+    arr = inst.arrays
+    per_class: dict[tuple[str | None, int], int] = {}
+    for e in entries:
+        for t in set(e.job_types):
+            per_class[(t, e.scale_factor)] = per_class.get((t, e.scale_factor), 0) + 1
+    keys = [(j.job_type, j.scale_factor) for j in inst.jobs]
+    codes = {k: c for c, k in enumerate(dict.fromkeys(keys))}
+    job_class = np.array([codes[k] for k in keys], dtype=float)
+    _, reps, _ = symmetry_groups(arr, job_class, arr.thr, by_steps)
+    return int(sum(per_class.get(keys[int(r)], 0) for r in reps))
+
+
+@dataclass(frozen=True)
+class FullLP:
+    """The space-sharing LP as one matrix (what :func:`.maxmin.build` builds).
+
+    Rows: ``c_time`` (``n``), ``c_capacity`` (``T``), the extra rows in order
+    (``c_link``, ``c_self_total``, ``c_self``), the value rows (``n``). Columns: ``alloc``
+    (``K``), ``pair`` (``Q``), ``self_total`` (``S``), ``z``."""
+
+    A: Any  # scipy.sparse.csc_array
+    c: np.ndarray
+    col_upper: np.ndarray
+    cert_upper: np.ndarray
+    """Finite upper bounds every feasible point meets (the certificate's box):
+    ``self_total <= `` its row's pair coefficients summed, ``z <= min_r max_k coef``."""
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    K: int
+    Q: int
+    S: int
+    pair_row: np.ndarray
+    """Row (group) of each pair column."""
+
+    @property
+    def num_cols(self) -> int:
+        return self.K + self.Q + self.S + 1
+
+
+def full_lp(lp: M.MaxMinLP) -> FullLP:
+    """:class:`FullLP` of a space-sharing :class:`~.maxmin.MaxMinLP`."""
+    import scipy.sparse as sp
+
+    assert lp.z_usage is None and len(lp.columns) == 2 and len(lp.free) == 1
+    n, T = lp.num_rows, len(lp.capacity)
+    solo, shared = lp.columns
+    K, Q, S = len(solo), len(shared), lp.free[0].count
+    ncol = K + Q + S + 1
+    zc = ncol - 1
+    extra_rows = sum(r.num_rows for r in lp.extra_rows)
+    fair0 = n + T + extra_rows
+    rows, cols, vals = [], [], []
+    best = np.zeros(n)
+    for block, off in ((solo, 0), (shared, K)):
+        k = off + np.arange(len(block))
+        coef = lp.row_scale[block.row] * block.rate * lp.coefficient_scale
+        rows += [block.row, n + block.type, fair0 + block.row]
+        cols += [k, k, k]
+        vals += [np.ones(len(block)), block.usage, coef]
+        ok = np.ones(len(block), dtype=bool) if block.open is None else block.open
+        np.maximum.at(best, block.row[ok], coef[ok])
+    ro = n + T
+    for r in lp.extra_rows:
+        rows.append(ro + r.rows)
+        cols.append(r.cols)
+        vals.append(r.vals)
+        ro += r.num_rows
+    rows.append(fair0 + np.arange(n))
+    cols.append(np.full(n, zc))
+    vals.append(-np.ones(n))
+    A = sp.csc_array(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+        shape=(fair0 + n, ncol),
+    )
+    A.sum_duplicates()
+    A.eliminate_zeros()
+    col_upper = np.ones(ncol)
+    if solo.open is not None:
+        col_upper[:K] = np.where(solo.open, 1.0, 0.0)
+    z_max = np.inf if lp.z_max is None else lp.z_max * lp.scale
+    col_upper[K + Q : K + Q + S] = np.inf
+    col_upper[zc] = z_max
+    cert = col_upper.copy()
+    st = lp.extra_rows[1]  # c_self_total[s]: sum gm * pair - self_total[s] = 0
+    on_pairs = st.cols < K + Q
+    cert[K + Q : K + Q + S] = np.bincount(
+        st.rows[on_pairs], np.abs(st.vals[on_pairs]), minlength=S
+    )[:S]
+    cert[zc] = min(float(best.min()) if n else 0.0, z_max)
+    c = np.zeros(ncol)
+    c[zc] = 1.0
+    row_lower = np.concatenate(
+        [np.full(n + T, -np.inf), *(r.lower for r in lp.extra_rows), np.zeros(n)]
+    )
+    row_upper = np.concatenate(
+        [np.ones(n), lp.capacity, *(r.upper for r in lp.extra_rows), np.full(n, np.inf)]
+    )
+    return FullLP(A, c, col_upper, cert, row_lower, row_upper, K, Q, S, shared.row)
+
+
+def lagrangian_bound(f: FullLP, y: np.ndarray) -> tuple[float, np.ndarray]:
+    """An upper bound on the full LP's ``z`` from ANY row duals ``y`` (clipped to their
+    signs: ``>= 0`` on rows with only an upper bound, ``<= 0`` on rows with only a lower
+    one), and every column's reduced cost ``d = c - A^T y``.
+
+    Lagrangian relaxation of every row over the box ``0 <= x <= cert_upper``: ::
+
+        z* <= sum_r (y_r > 0 ? y_r upper_r : y_r lower_r) + sum_k max(0, d_k) cert_upper_k
+    """
+    y = np.where(np.isinf(f.row_lower), np.maximum(y, 0.0), y)
+    y = np.where(np.isinf(f.row_upper), np.minimum(y, 0.0), y)
+    up = np.where(np.isinf(f.row_upper), 0.0, f.row_upper)
+    lo = np.where(np.isinf(f.row_lower), 0.0, f.row_lower)
+    d = f.c - f.A.T @ y
+    rows = float(np.where(y > 0, y * up, y * lo).sum())
+    return rows + float((np.maximum(d, 0.0) * f.cert_upper).sum()), d
+
+
+def restricted(f: FullLP, pick: np.ndarray, name: str) -> Any:
+    """A :class:`~hetopt.highs.CompiledModel` of the columns ``pick`` of ``f`` (all rows)."""
+    import pyomo.environ as pyo
+
+    from ...highs import CompiledModel
+
+    A = f.A[:, pick]
+    A.sort_indices()
+    k, m = len(pick), A.shape[0]
+    return CompiledModel(
+        model=pyo.ConcreteModel(name=name),
+        columns=[None] * k,
+        rows=[None] * m,
+        A=A,
+        c=f.c[pick],
+        offset=0.0,
+        maximize=True,
+        col_lower=np.zeros(k),
+        col_upper=f.col_upper[pick],
+        row_lower=f.row_lower,
+        row_upper=f.row_upper,
+        integrality=np.zeros(k, dtype=np.int32),
+    )
+
+
+def solve_priced(
+    session: Session,
+    instance: GpuClusterInstance,
+    objective: str,
+    reader: Any,
+    auto: bool = False,
+) -> Outcome | None:
+    """Space sharing by generating pair columns (exact, certified).
+
+    The restricted LP holds every row of the full LP, every ``alloc``, ``self_total``
+    and ``z`` column and, at first, no ``pair`` column: the time-sharing LP over the same
+    groups. Its row duals price every pair column (:func:`lagrangian_bound`, valid for any
+    duals); the (at most :data:`PER_ROW`) best positive ones of each row enter and HiGHS
+    re-solves warm by primal simplex (adding columns keeps its basis primal feasible),
+    until the bound meets ``z``; after :data:`MAX_ROUNDS` every remaining pair column
+    enters. ``None`` when HiGHS does not solve the first LP to optimality, or when
+    ``auto`` and the LP has fewer than :data:`PRICED_MIN_COLUMNS` pair columns (the
+    caller then solves the full LP).
+    """
+    from ...highs import HighsModel
+
+    arr = instance.arrays
+    with session.timer("build_s"):
+        lp, parts = colocation_lp(instance, objective, None, False)
+        if auto and len(lp.columns[1]) < PRICED_MIN_COLUMNS:
+            return None
+        f = full_lp(lp)
+        K, Q, S = f.K, f.Q, f.S
+        zc = f.num_cols - 1
+        pick = np.r_[np.arange(K), K + Q + np.arange(S), zc]
+        compiled = restricted(f, pick, lp.name)
+    with session.timer("transfer_s"):
+        hm = HighsModel(compiled)
+    lay = ColocationLayout(M.MaxMinLayout(Pairs(lp.columns[0].row, lp.columns[0].type),
+                                          lp.value_rows, lp.scale), *parts)  # fmt: skip
+    live = session.adopt(Built(compiled.model, lay), hm)
+    h = hm.highs
+    in_lp = np.zeros(f.num_cols, dtype=bool)
+    in_lp[pick] = True
+    view = live.solve(session.remaining(session.options), M.LP_METHOD, "restricted")
+    rounds, added, bound, certified = 0, 0, None, False
+    while True:
+        raw = view.raw
+        if raw.status != Status.OPTIMAL or raw.row_dual is None or raw.x is None:
+            if rounds == 0:
+                return None
+            break
+        z = float(raw.x[K + S])  # (z stays at its place: new columns go last)
+        bound, d = lagrangian_bound(f, raw.row_dual)
+        if bound - z <= PRICED_GAP_TOL * max(abs(z), 1e-12):
+            certified = True
+            break
+        enter = np.nonzero((d > PRICE_TOL) & ~in_lp)[0]
+        if len(enter) == 0:
+            break
+        rounds += 1
+        if rounds > MAX_ROUNDS:
+            enter = np.nonzero(~in_lp)[0]
+        else:
+            row = f.pair_row[np.clip(enter - K, 0, max(Q - 1, 0))]
+            order = np.lexsort((-d[enter], row))
+            enter, row = enter[order], row[order]
+            first = np.searchsorted(row, row, side="left")
+            enter = np.sort(enter[np.arange(len(enter)) - first < PER_ROW])
+        sub = f.A[:, enter]
+        sub.sort_indices()
+        k = len(enter)
+        h.addCols(
+            k, f.c[enter], np.zeros(k), f.col_upper[enter], int(sub.nnz),
+            sub.indptr[:-1].astype(np.int32), sub.indices.astype(np.int32),
+            sub.data.astype(np.float64),
+        )  # fmt: skip
+        pick = np.r_[pick, enter]
+        in_lp[enter] = True
+        added += k
+        opts = session.remaining(session.options)
+        opts = opts.replace(highs_options={"simplex_strategy": 4, **opts.highs_options})
+        view = live.solve(opts, M.LP_METHOD, "priced")
+
+    with session.timer("load_s"):
+        raw = view.raw
+        if not raw.status.has_solution or raw.x is None:
+            return None
+        x = np.zeros(f.num_cols)
+        x[pick] = raw.x
+        z = float(x[zc])
+        allocation, jobs, thr_eff, info = colocation_tables(arr, lay, x[:K], x[K : K + Q])
+        info.update(
+            {
+                "lp_strategy": "column_generation",
+                "pricing_rounds": rounds,
+                "columns_generated": added,
+                "lp_columns": int(in_lp[: K + Q].sum()),
+                "pair_columns_full": K + Q,
+            }
+        )
+        scale = lp.scale
+        optimal = raw.status == Status.OPTIMAL and certified
+        value, status, term = reader.read(arr, jobs, thr_eff, z, scale, optimal, info)
+        tables = {"allocation": allocation, "jobs": jobs}
+        if status is not None:  # makespan: some job cannot progress
+            return Outcome(None, tables, info, status, term, None, None)
+        if not optimal or bound is None or value is None:
+            return Outcome(value, tables, info, raw.status, raw.termination, None, None)
+        z_bound = max(bound, z)
+        proven = scale / z_bound if objective == "makespan" else z_bound / scale
+        gap = abs(proven - value) / max(abs(proven), abs(value), 1e-12)
+        status = Status.OPTIMAL if gap <= 1e-9 else Status.FEASIBLE
+        term = raw.termination if status == Status.OPTIMAL else "pricing gap above 1e-9"
+        return Outcome(value, tables, info, status, term, proven, gap)

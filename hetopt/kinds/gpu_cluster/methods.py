@@ -329,39 +329,35 @@ class SpaceSharing(OneLP):
 
         return build_colocation_model(inst, self.objective, thr, params.agnostic)
 
+    def run(self, session: Session, instance: GpuClusterInstance, params: Any) -> Outcome:
+        from .colocation import solve_priced, wants_pricing
+
+        if self.needs_steps:
+            require_steps(instance)
+        if wants_pricing(params, instance, self.objective == "makespan"):
+            auto = params.lp_strategy == "auto"
+            outcome = solve_priced(session, instance, self.objective, self, auto)
+            if outcome is not None:
+                opts = session.options
+                outcome.details["lp_method"] = (
+                    opts.lp_method if opts.lp_method != "auto" else DEFAULT_LP_METHOD
+                )
+                return outcome
+        return super().run(session, instance, params)
+
     def tables(
         self, instance: GpuClusterInstance, built: Built, solution: SolveView
     ) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray, dict[str, Any]]:
-        from .colocation import expand_solution, pair_tables
+        from .colocation import colocation_tables
 
-        arr = instance.arrays
         m = built.model
         lay = built.layout
-        X, pair_vals = expand_solution(
-            arr,
+        return colocation_tables(
+            instance.arrays,
             lay,
             solution.values(m.alloc, range(len(lay.pairs))),
             solution.values(m.pair, range(len(lay.group_cols))),
         )
-        pairs = F.Pairs.of(arr)
-        x = X[pairs.job, pairs.type]
-        thr_eff = V.effective_throughput(arr, X)
-        share = X.sum(axis=1)
-        allocation, pair_thr, pair_share, n_pairs = pair_tables(
-            arr, lay.co, pair_vals, allocation_table(arr, pairs, x)
-        )
-        thr_eff = thr_eff + pair_thr
-        share = share + pair_share
-        jobs = pd.DataFrame({"job": arr.job_ids, "time_share": share, "throughput": thr_eff})
-        jobs["shared_time"] = pair_share
-        info: dict[str, Any] = {
-            "colocated_pairs": n_pairs,
-            "pair_columns": len(lay.group_cols),  # in the LP (one per symmetry group)
-            "pair_columns_per_job": len(lay.co.cols),
-            "dominated_pairs_dropped": lay.co.dominated_pairs,
-            "symmetry_groups": len(lay.reps),
-        }
-        return allocation, jobs, thr_eff, info
 
 
 class MaxMinSpaceSharing(MaxMinRead, SpaceSharing):

@@ -92,3 +92,26 @@ def test_auto_threshold() -> None:
 def test_unknown_strategy_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="lp_strategy"):
         hetopt.solve(_eight_types(5, 1), "max_min_fairness", OPTS, lp_strategy="fast")
+
+
+def test_certificate_holds_for_any_duals() -> None:
+    """Weak duality: the Lagrangian bound from any row duals (clipped to their signs) is
+    never below the full LP's optimum."""
+    import numpy as np
+
+    from hetopt.kinds.gpu_cluster import formulations as F
+
+    inst = _eight_types(60, 5)
+    mono = hetopt.solve(inst, "max_min_fairness", OPTS, lp_strategy="monolithic", symmetry=False)
+    lp = F.max_min_lp(inst.arrays)
+    p = colgen.Pricing.of(lp)
+    n, T = lp.num_rows, len(lp.capacity)
+    lay = colgen.ColumnsLayout(n, T)
+    z_ub = colgen.z_upper_of(p, n, None)
+    z_star = mono.objective_value * lp.scale
+    assert z_ub >= z_star
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        y = rng.normal(size=2 * n + T)
+        bound, _d = colgen.certificate(p, lay, y, lp.capacity, z_ub)
+        assert bound >= z_star * (1 - 1e-12)
