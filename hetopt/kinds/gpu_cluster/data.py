@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import threading
+import weakref
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Annotated, Literal
@@ -11,6 +13,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ...instance import InstanceBase, fail
+
+_CHECKED = threading.local()
+"""The instance :meth:`GpuClusterInstance._cross_checks` passed last (a weak reference)."""
 
 NonNegFloat = Annotated[float, Field(ge=0)]
 PosFloat = Annotated[float, Field(gt=0)]
@@ -151,6 +156,17 @@ class GpuClusterInstance(InstanceBase):
 
     @model_validator(mode="after")
     def _cross_checks(self) -> GpuClusterInstance:
+        # pydantic validates a model with its own __init__ (InstanceBase's) through that
+        # __init__ and then runs the after-validators once more on the same object: check
+        # a (frozen) instance once
+        last = getattr(_CHECKED, "last", None)
+        if last is not None and last() is self:
+            return self
+        self._check_fields()
+        _CHECKED.last = weakref.ref(self)
+        return self
+
+    def _check_fields(self) -> None:
         if not self.workers:
             raise fail("workers", "expected at least one worker type, e.g. {'v100': 8}")
         if sum(self.workers.values()) <= 0:
@@ -196,7 +212,6 @@ class GpuClusterInstance(InstanceBase):
             for t in self.cost_per_hour:
                 if t not in self.workers:
                     raise fail(f"cost_per_hour.{t}", f"unknown worker type {t!r}")
-        return self
 
     def _plain_jobs_ok(self, cap: dict[str, int]) -> bool:
         """Whether every job passes :meth:`_check_jobs` (unique ids, time-sharing jobs with

@@ -189,3 +189,86 @@ def test_row_groups_is_the_unique_partition() -> None:
         got = F.row_groups(k)
         for a, b in zip(got, want, strict=True):
             assert np.array_equal(a, b)
+
+
+# ------------------------------------------------------------ job checks, fast path
+def _jobs_variant(change: Any) -> dict[str, Any]:
+    import copy
+
+    data = copy.deepcopy(generate(12, "k80=4,p100=4,v100=2", seed=1).to_dict())
+    change(data["jobs"])
+    return data
+
+
+def _elastic(job: dict[str, Any]) -> dict[str, Any]:
+    return {"id": job["id"], "elastic": {"workers": [1, 2], "throughput": {"v100": [1.0, 2.0]}}}
+
+
+_BAD_JOBS: list[tuple[str, Any, str]] = [
+    (
+        "dup",
+        lambda j: j.__setitem__(7, {**j[7], "id": j[2]["id"]}),
+        r"jobs[7].id: duplicate job id '2' (also jobs[2])",
+    ),
+    (
+        "dup_first",
+        lambda j: (j.__setitem__(3, {**j[3], "id": j[1]["id"]}), j[9]["throughput"].update(zz=1.0)),
+        "jobs[3].id: duplicate job id '1' (also jobs[1])",
+    ),
+    (
+        "unknown_first",
+        lambda j: (j[2]["throughput"].update(zz=1.0), j.__setitem__(8, {**j[8], "id": j[0]["id"]})),
+        "jobs[2].throughput.zz: unknown worker type 'zz'; the cluster has: k80, p100, v100",
+    ),
+    (
+        "no_positive",
+        lambda j: j[5].update(throughput={"v100": 0.0}),
+        "jobs[5]: job '5' can run on no worker type: it needs a positive throughput on a type "
+        "with at least scale_factor=1 GPUs",
+    ),
+    (
+        "too_few_gpus",
+        lambda j: j[5].update(throughput={"v100": 3.0, "k80": 0.0}, scale_factor=4),
+        "jobs[5]: job '5' can run on no worker type: it needs a positive throughput on a type "
+        "with at least scale_factor=4 GPUs",
+    ),
+    (
+        "empty",
+        lambda j: j[4].update(throughput={}),
+        "jobs[4]: job '4' can run on no worker type",
+    ),
+    (
+        "missing",
+        lambda j: j[4].pop("throughput"),
+        "jobs[4].throughput: required field is missing (or give the job's options in elastic)",
+    ),
+    (
+        "current_workers",
+        lambda j: j[6].update(current_workers=3),
+        "jobs[6].current_workers: a job that is not elastic runs on scale_factor=1 GPUs, got 3",
+    ),
+    (
+        "elastic_dup",
+        lambda j: (j.__setitem__(3, _elastic(j[3])), j.__setitem__(9, {**j[9], "id": j[3]["id"]})),
+        "jobs[9].id: duplicate job id '3' (also jobs[3])",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"), [c[1:] for c in _BAD_JOBS], ids=[c[0] for c in _BAD_JOBS]
+)
+def test_job_checks_name_the_first_problem(change: Any, message: str) -> None:
+    """The set-based check of every job (``_plain_jobs_ok``) falls back to the job-by-job
+    loop, which names the first problem in job order."""
+    with pytest.raises(hetopt.InstanceError) as err:
+        GpuClusterInstance.from_dict(_jobs_variant(change))
+    assert str(err.value).startswith(message)
+
+
+def test_job_checks_accept() -> None:
+    for change in (
+        lambda j: j[6].update(current_workers=j[6].get("scale_factor", 1)),
+        lambda j: j[5].update(throughput={"v100": 0.0, "k80": 2.0}, scale_factor=4),
+    ):
+        GpuClusterInstance.from_dict(_jobs_variant(change))
