@@ -2,17 +2,35 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import threading
 import weakref
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ...instance import InstanceBase, fail
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off inside the block (unless it already was;
+    as Pyomo's ``PauseGC`` while it builds models)."""
+    enabled = gc.isenabled()
+    if enabled:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
 
 _CHECKED = threading.local()
 """The instance :meth:`GpuClusterInstance._cross_checks` passed last (a weak reference)."""
@@ -153,6 +171,15 @@ class GpuClusterInstance(InstanceBase):
     type must be listed in ``workers`` (with 0 if the cluster owns none)."""
     loaned_servers: Annotated[list[LoanedServer], Field(min_length=1)] | None = None
     """The loaned servers in use and the jobs placed on them (``reclaim``)."""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str | None = None) -> Any:
+        """:meth:`InstanceBase.from_dict` with Python's cyclic garbage collector paused:
+        validating ``n`` jobs allocates about ``4 n`` containers, all of them kept, and
+        the collections they trigger (a full one every few solves) cost about as much
+        as the validation itself at 2,048 jobs (measured); none of it is garbage."""
+        with _gc_paused():
+            return super().from_dict(data, source)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> GpuClusterInstance:
@@ -447,11 +474,10 @@ class ClusterArrays:
         n, T = len(jobs), len(types)
         thrs = [job.throughput or {} for job in jobs]  # elastic jobs: a row of zeros
         if T <= 16:
-            # one nested comprehension (3x faster than an assignment per entry); the same
-            # values, since every type a job names is a worker type (validated)
-            get = [d.get for d in thrs]
-            thr = np.array([[g(t, 0.0) for t in types] for g in get], dtype=float)
-            thr = thr.reshape(n, T)
+            # a column per type (5x faster than an assignment per entry); the same values,
+            # since every type a job names is a worker type (validated)
+            thr = np.array([[d.get(t, 0.0) for d in thrs] for t in types], dtype=float)
+            thr = np.ascontiguousarray(thr.reshape(T, n).T)
         else:  # wide clusters: assign the (few) entries each job has
             thr = np.zeros((n, T))
             for i, d in enumerate(thrs):

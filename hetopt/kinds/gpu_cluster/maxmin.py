@@ -362,8 +362,6 @@ def compile_lp(lp: MaxMinLP) -> tuple[CompiledModel, ColumnMap]:
     :meth:`~hetopt.pyomo_ext.LinearRows.from_coo` does, then the blocks are stacked into
     one column-wise matrix with sorted indices.
     """
-    import scipy.sparse as sp
-
     from ...highs import CompiledModel
 
     n = num_columns(lp)
@@ -371,20 +369,13 @@ def compile_lp(lp: MaxMinLP) -> tuple[CompiledModel, ColumnMap]:
     where = np.empty(n, dtype=np.int64)
     where[: n - 1] = np.arange(1, n)
     where[n - 1] = 0
-    parts, lows, ups = [], [], []
-    for b in row_blocks(lp):
-        M = sp.csr_array((b.vals, (b.rows, b.cols)), shape=(b.num_rows, n))
-        M.sum_duplicates()
-        M.eliminate_zeros()
-        data = np.asarray(M.data, dtype=float)
-        indices = np.asarray(M.indices, dtype=np.int64)
-        indptr = np.asarray(M.indptr, dtype=np.int64)
-        parts.append(sp.csr_array((data, where[indices], indptr), shape=(len(indptr) - 1, n)))
+    blocks = row_blocks(lp)
+    A = _stacked_csc(blocks, where, n)
+    lows, ups = [], []
+    for b in blocks:
         lo, hi = np.asarray(b.lower).astype(float), np.asarray(b.upper).astype(float)
         lows.append(np.where(np.isinf(lo), -INF, lo))
         ups.append(np.where(np.isinf(hi), INF, hi))
-    A = sp.vstack(parts, format="csc")
-    A.sort_indices()
     col_lower = np.zeros(n)
     col_upper = np.empty(n)
     z_upper = z_upper_of(lp)
@@ -414,6 +405,42 @@ def compile_lp(lp: MaxMinLP) -> tuple[CompiledModel, ColumnMap]:
         integrality=np.zeros(n, dtype=np.int32),
     )
     return compiled, ColumnMap(0, np.arange(1, 1 + len(lp.columns[0]), dtype=np.int64))
+
+
+def _stacked_csc(blocks: Sequence[RowBlock], where: np.ndarray, n: int) -> Any:
+    """The blocks stacked into one column-wise matrix over HiGHS's columns (``where``):
+    zeros dropped, indices sorted. Without repeated (row, column) entries that matrix
+    has one representation, built here with one sort; with them, scipy sums them
+    block by block exactly as :meth:`~hetopt.pyomo_ext.LinearRows.from_coo` does."""
+    import scipy.sparse as sp
+
+    starts = np.cumsum([0, *(b.num_rows for b in blocks)])
+    num_rows = int(starts[-1])
+    rows = np.concatenate([b.rows + s for b, s in zip(blocks, starts, strict=False)])
+    cols = where[np.concatenate([b.cols for b in blocks])]
+    vals = np.concatenate([b.vals for b in blocks]).astype(float)
+    key = cols * max(num_rows, 1) + rows
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    if len(key) > 1 and (key[1:] == key[:-1]).any():
+        parts = []
+        for b in blocks:
+            m = sp.csr_array((b.vals, (b.rows, b.cols)), shape=(b.num_rows, n))
+            m.sum_duplicates()
+            m.eliminate_zeros()
+            data = np.asarray(m.data, dtype=float)
+            indices = np.asarray(m.indices, dtype=np.int64)
+            indptr = np.asarray(m.indptr, dtype=np.int64)
+            parts.append(sp.csr_array((data, where[indices], indptr), shape=(b.num_rows, n)))
+        A = sp.vstack(parts, format="csc")
+        A.sort_indices()
+        return A
+    vals = vals[order]
+    keep = vals != 0
+    cols = cols[order][keep]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cols, minlength=n), out=indptr[1:])
+    return sp.csc_array((vals[keep], rows[order][keep], indptr), shape=(num_rows, n))
 
 
 def read_columns(built: Built, solution: Any) -> tuple[float, np.ndarray]:

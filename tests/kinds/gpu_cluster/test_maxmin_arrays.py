@@ -130,7 +130,21 @@ def test_sub_problem_lps() -> None:
     rng = np.random.default_rng(1)
     z_usage = rng.uniform(0.0, 2.0, T)
     z_usage[0] = 0.0  # an explicit zero is dropped
-    _same(M.MaxMinProblem(**base, z_usage=z_usage, z_max=3.5).lp())  # type: ignore[arg-type]
+    lp = M.MaxMinProblem(**base, z_usage=z_usage, z_max=3.5).lp()  # type: ignore[arg-type]
+    _same(lp)
+    # an extra block with a repeated entry (summed) and an explicit zero (dropped)
+    from dataclasses import replace
+
+    extra = M.Rows(
+        "c_extra",
+        np.array([0, 0, 1, 1, 1]),
+        np.array([2, 2, 3, 4, M.num_columns(lp) - 1]),
+        np.array([0.1, 0.2, 0.0, 1.5, -1.0]),
+        2,
+        np.full(2, -np.inf),
+        np.ones(2),
+    )
+    _same(replace(lp, extra_rows=(extra,)))
 
 
 @pytest.mark.parametrize("objective", ["max_min_fairness", "makespan"])
