@@ -563,12 +563,20 @@ def _session(options: SolveOptions | None) -> Any:
 
 
 def solve_max_min(problem: MaxMinProblem, options: SolveOptions | None = None) -> MaxMinSolution:
-    """Build and solve one sub-problem (what a worker runs; use ``threads=1`` there)."""
+    """Build and solve one sub-problem (what a worker runs; use ``threads=1`` there).
+
+    The LP goes to HiGHS as arrays (:func:`compile_lp`: the compiled
+    :func:`build_max_min` model, bit for bit)."""
+    from ...highs import HighsModel
+
     session = _session(options)
     n, T = problem.thr.shape
     with session.timer("build_s"):
-        built = build_max_min(problem)
-    live = session.open(built)
+        lp = problem.lp()
+    with session.timer("transfer_s"):
+        compiled, columns = compile_lp(lp)
+        hm = HighsModel(compiled)
+    live = session.adopt(Built(columns, layout_of(lp)), hm)
     view = live.solve(session.options, LP_METHOD)
     raw = view.raw
     timings = {k: session.timings[k] for k in ("build_s", "transfer_s", "solve_s")}
@@ -577,8 +585,8 @@ def solve_max_min(problem: MaxMinProblem, options: SolveOptions | None = None) -
             np.zeros((n, T)), 0.0, raw.status, raw.termination, timings, session.report()
         )
     t0 = time.perf_counter()
-    X = _read(live, raw.x, n, T)
-    z = view.value(live.model.z) / built.layout.scale
+    X = _read(live, raw.x, n, T, columns.alloc)
+    z = float(raw.x[columns.z]) / lp.scale
     timings["load_s"] = time.perf_counter() - t0
     return MaxMinSolution(X, z, raw.status, raw.termination, timings, session.report())
 

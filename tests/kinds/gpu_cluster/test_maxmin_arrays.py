@@ -286,3 +286,31 @@ def test_job_checks_accept() -> None:
         lambda j: j[5].update(throughput={"v100": 0.0, "k80": 2.0}, scale_factor=4),
     ):
         GpuClusterInstance.from_dict(_jobs_variant(change))
+
+
+def test_solve_max_min_from_arrays() -> None:
+    """A decomposition's sub-problem solved from arrays: the allocation and level the
+    Pyomo model gives."""
+    arr = generate(60, "k80=6,p100=6,v100=6", seed=5).arrays
+    n, T = arr.thr.shape
+    for z_usage, z_max in ((None, None), (np.full(T, 0.5), 2.0)):
+        problem = M.MaxMinProblem(
+            arr.thr,
+            arr.scale,
+            arr.weight,
+            arr.proportional_throughput(),
+            arr.allowed,
+            arr.workers * 0.5,
+            np.arange(n),
+            z_usage,
+            z_max,
+        )
+        opts = SolveOptions(threads=1)
+        sol = M.solve_max_min(problem, opts)
+        session = M._session(opts)
+        built = M.build_max_min(problem)
+        live = session.open(built)
+        view = live.solve(session.options, M.LP_METHOD)
+        assert view.raw.x is not None and sol.status == view.status == Status.OPTIMAL
+        assert np.array_equal(sol.X, M._read(live, view.raw.x, n, T))
+        assert sol.z == view.value(built.model.z) / built.layout.scale
