@@ -245,8 +245,8 @@ def row_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     first occurrence.
 
     The partition of ``np.unique(key, axis=0)`` (which sorts the rows as structured
-    records: 25 ms at 2,048 x 8, measured) from a stable ``np.lexsort`` and one comparison
-    of neighbouring rows (0.3 ms)."""
+    records: about 3.5 ms of CPU at 2,048 x 8, measured) from a stable ``np.lexsort`` and
+    one comparison of neighbouring rows (about 0.3 ms)."""
     n = key.shape[0]
     # stable: a run of equal rows starts at its first row (contiguous keys: 3x faster)
     order = np.lexsort(np.ascontiguousarray(key.T[::-1]))
