@@ -66,10 +66,12 @@ class CompiledModel:
     """Matrix form of a Pyomo model, ready for HiGHS.
 
     ``row_lower <= A x <= row_upper``, ``col_lower <= x <= col_upper``,
-    objective ``sense * (c @ x + offset)``.
+    objective ``sense * (c @ x + offset)``. A model a kind writes as arrays directly
+    (no Pyomo components) has ``model`` ``None`` and empty ``columns`` and ``rows``: the
+    sizes are the matrix's.
     """
 
-    model: pyo.ConcreteModel
+    model: pyo.ConcreteModel | None
     columns: list[Any]
     rows: list[Any]
     A: Any  # scipy.sparse.csc_array
@@ -90,11 +92,11 @@ class CompiledModel:
 
     @property
     def num_col(self) -> int:
-        return len(self.columns)
+        return int(self.A.shape[1])
 
     @property
     def num_row(self) -> int:
-        return len(self.rows)
+        return int(self.A.shape[0])
 
     def column(self, var: Any) -> int:
         """Column index of a ``VarData`` (``-1`` if the compiler dropped it as unused)."""

@@ -32,6 +32,7 @@ __all__ = [
     "build_makespan",
     "build_max_min_fairness",
     "contention",
+    "grouped_lp",
     "makespan_reference",
     "max_min_coefficients",
 ]
@@ -235,14 +236,34 @@ def job_groups(arr: ClusterArrays, by_steps: bool) -> tuple[np.ndarray, np.ndarr
     if by_steps:
         cols.append(arr.steps[:, None])
     key = np.hstack([np.asarray(c, dtype=float) for c in cols])
-    _, first, inverse, counts = np.unique(
-        key, axis=0, return_index=True, return_inverse=True, return_counts=True
-    )
-    order = np.argsort(first, kind="stable")  # groups numbered by first occurrence
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    group_of = rank[inverse.ravel()].astype(np.int64)
-    return group_of, first[order].astype(np.int64), counts[order].astype(float)
+    return row_groups(key)
+
+
+def row_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows of ``key`` that are equal (``==`` on every entry), as
+    ``(group_of_row, first_row_of_each_group, rows_in_each_group)``, groups numbered by
+    first occurrence.
+
+    The partition of ``np.unique(key, axis=0)`` (which sorts the rows as structured
+    records: about 3.5 ms of CPU at 2,048 x 8, measured) from a stable ``np.lexsort`` and
+    one comparison of neighbouring rows (about 0.3 ms)."""
+    n = key.shape[0]
+    # stable: a run of equal rows starts at its first row (contiguous keys: 3x faster)
+    order = np.lexsort(np.ascontiguousarray(key.T[::-1]))
+    srt = key[order]
+    new = np.ones(n, dtype=bool)
+    if n > 1:
+        new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
+    starts = np.flatnonzero(new)
+    first = order[starts]  # in sorted order of the groups
+    counts = np.diff(np.append(starts, n))
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    by_first = np.argsort(first, kind="stable")  # groups numbered by first occurrence
+    rank = np.empty_like(by_first)
+    rank[by_first] = np.arange(len(by_first))
+    group_of = rank[inverse].astype(np.int64)
+    return group_of, first[by_first].astype(np.int64), counts[by_first].astype(float)
 
 
 def build_grouped(arr: ClusterArrays, objective: str, thr: np.ndarray | None = None) -> Built:
@@ -255,17 +276,25 @@ def build_grouped(arr: ClusterArrays, objective: str, thr: np.ndarray | None = N
     (:attr:`MaxMinLayout.group_of`) is an optimal allocation of the per-job LP. When no
     two jobs are alike this is exactly the per-job model.
     """
+    lp, group_of = grouped_lp(arr, objective, thr)
+    built = M.build(lp)
+    if group_of is None:
+        return built
+    return Built(built.model, replace(built.layout, group_of=group_of))
+
+
+def grouped_lp(
+    arr: ClusterArrays, objective: str, thr: np.ndarray | None = None
+) -> tuple[M.MaxMinLP, np.ndarray | None]:
+    """The data of :func:`build_grouped` and each job's group (``None``: no two jobs
+    alike, the per-job LP)."""
     makespan = objective == "makespan"
     group_of, reps, mult = job_groups(arr, makespan)
     if len(reps) == arr.num_jobs:
-        if makespan:
-            return build_makespan(arr, thr)
-        return build_max_min_fairness(arr, thr)
+        return (makespan_lp(arr, thr) if makespan else max_min_lp(arr, thr)), None
     sub = arr.subset(reps)
     thr_sub = None if thr is None else thr[reps]
     if makespan:
         t_ref = makespan_reference(arr, arr.thr if thr is None else thr)
-        built = build_makespan(sub, thr_sub, mult, t_ref)
-    else:
-        built = build_max_min_fairness(sub, thr_sub, None, mult)
-    return Built(built.model, replace(built.layout, group_of=group_of))
+        return makespan_lp(sub, thr_sub, mult, t_ref), group_of
+    return max_min_lp(sub, thr_sub, None, mult), group_of

@@ -42,6 +42,7 @@ from ...pyomo_ext import LinearRows
 from ...status import Status
 
 if TYPE_CHECKING:
+    from ...highs import CompiledModel
     from ...pipeline import LiveModel
     from ...result import SolverReport
     from .data import ClusterArrays
@@ -210,6 +211,68 @@ def _offsets(columns: Sequence[TimeColumns]) -> list[np.ndarray]:
     return out
 
 
+@dataclass(frozen=True)
+class RowBlock:
+    """One row block of a max-min LP as triplets over the LP's columns (time blocks, then
+    free blocks, then ``z``): what :func:`build` makes a
+    :class:`~hetopt.pyomo_ext.LinearRows` of and :func:`compile_lp` copies to HiGHS."""
+
+    name: str
+    rows: np.ndarray
+    cols: np.ndarray
+    vals: np.ndarray
+    num_rows: int
+    lower: np.ndarray
+    upper: np.ndarray
+
+
+def resource_blocks(
+    columns: Sequence[TimeColumns],
+    num_rows: int,
+    capacity: np.ndarray,
+    zcol: int | None = None,
+    z_usage: np.ndarray | None = None,
+) -> tuple[RowBlock, RowBlock]:
+    """``c_time`` and ``c_capacity`` (``z_usage`` GPUs per unit of the column ``zcol``)."""
+    cols = _offsets(columns)
+    # c_time[r]: sum_k x[k] <= 1
+    time_rows = RowBlock(
+        "c_time",
+        np.concatenate([b.row for b in columns]),
+        np.concatenate(cols),
+        np.ones(sum(len(b) for b in columns)),
+        num_rows,
+        np.full(num_rows, -INF),
+        np.ones(num_rows),
+    )
+    # c_capacity[t]: sum_k usage[k] x[k] (+ z_usage[t] z) <= capacity[t]
+    T = len(capacity)
+    rows = [b.type for b in columns]
+    cc = list(cols)
+    vals = [b.usage for b in columns]
+    if z_usage is not None:
+        assert zcol is not None
+        rows.append(np.arange(T))
+        cc.append(np.full(T, zcol))
+        vals.append(z_usage)
+    capacity_rows = RowBlock(
+        "c_capacity",
+        np.concatenate(rows),
+        np.concatenate(cc),
+        np.concatenate(vals),
+        T,
+        np.full(T, -INF),
+        capacity,
+    )
+    return time_rows, capacity_rows
+
+
+def _linear_rows(block: RowBlock, x: Sequence[Any]) -> LinearRows:
+    return LinearRows.from_coo(
+        block.rows, block.cols, block.vals, block.num_rows, block.lower, block.upper, x
+    )
+
+
 def add_resource_rows(
     m: pyo.ConcreteModel,
     columns: Sequence[TimeColumns],
@@ -219,68 +282,175 @@ def add_resource_rows(
     z_usage: np.ndarray | None = None,
 ) -> None:
     """``c_time`` and ``c_capacity`` over ``x`` (``z`` last when ``z_usage`` is given)."""
-    cols = _offsets(columns)
-    # c_time[r]: sum_k x[k] <= 1
-    m.c_time = LinearRows.from_coo(
-        np.concatenate([b.row for b in columns]),
-        np.concatenate(cols),
-        np.ones(sum(len(b) for b in columns)),
-        num_rows,
-        np.full(num_rows, -INF),
-        np.ones(num_rows),
-        x,
+    for block in resource_blocks(columns, num_rows, capacity, len(x) - 1, z_usage):
+        setattr(m, block.name, _linear_rows(block, x))
+
+
+def num_columns(lp: MaxMinLP) -> int:
+    """Columns of ``lp``: its time blocks, its free blocks and ``z`` (last)."""
+    return sum(len(b) for b in lp.columns) + sum(fb.count for fb in lp.free) + 1
+
+
+def row_blocks(lp: MaxMinLP) -> list[RowBlock]:
+    """Every row block of ``lp`` in model order: ``c_time``, ``c_capacity``, the extra
+    blocks, the value rows (``c_fair`` or ``c_progress``)."""
+    zcol = num_columns(lp) - 1
+    z_usage = None if lp.z_usage is None else lp.z_usage / lp.scale
+    blocks = [*resource_blocks(lp.columns, lp.num_rows, lp.capacity, zcol, z_usage)]
+    for r in lp.extra_rows:
+        blocks.append(RowBlock(r.name, r.rows, r.cols, r.vals, r.num_rows, r.lower, r.upper))
+    # c_fair[r] (c_progress[r]): sum_k row_scale[r] * rate[k] * x[k] - z >= 0
+    n = lp.num_rows
+    cols = _offsets(lp.columns)
+    coef = [lp.row_scale[b.row] * b.rate * lp.coefficient_scale for b in lp.columns]
+    blocks.append(
+        RowBlock(
+            lp.value_rows,
+            np.concatenate([*(b.row for b in lp.columns), np.arange(n)]),
+            np.concatenate([*cols, np.full(n, zcol)]),
+            np.concatenate([*coef, -np.ones(n)]),
+            n,
+            np.zeros(n),
+            np.full(n, INF),
+        )
     )
-    # c_capacity[t]: sum_k usage[k] x[k] (+ z_usage[t] z) <= capacity[t]
-    T = len(capacity)
-    rows = [b.type for b in columns]
-    cc = list(cols)
-    vals = [b.usage for b in columns]
-    if z_usage is not None:
-        rows.append(np.arange(T))
-        cc.append(np.full(T, len(x) - 1))
-        vals.append(z_usage)
-    m.c_capacity = LinearRows.from_coo(
-        np.concatenate(rows),
-        np.concatenate(cc),
-        np.concatenate(vals),
-        T,
-        np.full(T, -INF),
-        capacity,
-        x,
-    )
+    return blocks
+
+
+def z_upper_of(lp: MaxMinLP) -> float | None:
+    return None if lp.z_max is None else lp.z_max * lp.scale
 
 
 def build(lp: MaxMinLP) -> Built:
     """The Pyomo model of ``lp`` and its :class:`MaxMinLayout`."""
     m = pyo.ConcreteModel(name=lp.name)
-    z_upper = None if lp.z_max is None else lp.z_max * lp.scale
-    xs = add_columns(m, lp.row_set, lp.num_rows, lp.types, lp.columns, lp.free, z_upper)
+    xs = add_columns(m, lp.row_set, lp.num_rows, lp.types, lp.columns, lp.free, z_upper_of(lp))
     xs = [*xs, m.z]
-    zcol = len(xs) - 1
-    z_usage = None if lp.z_usage is None else lp.z_usage / lp.scale
-    add_resource_rows(m, lp.columns, lp.num_rows, lp.capacity, xs, z_usage)
-    for r in lp.extra_rows:
-        setattr(
-            m, r.name, LinearRows.from_coo(r.rows, r.cols, r.vals, r.num_rows, r.lower, r.upper, xs)
-        )
+    blocks = row_blocks(lp)
+    for block in blocks[:-1]:
+        setattr(m, block.name, _linear_rows(block, xs))
     setattr(m, lp.scale_name, pyo.Param(initialize=lp.scale, mutable=False))
-    # c_fair[r] (c_progress[r]): sum_k row_scale[r] * rate[k] * x[k] - z >= 0
-    n = lp.num_rows
-    cols = _offsets(lp.columns)
-    coef = [lp.row_scale[b.row] * b.rate * lp.coefficient_scale for b in lp.columns]
-    value_rows = LinearRows.from_coo(
-        np.concatenate([*(b.row for b in lp.columns), np.arange(n)]),
-        np.concatenate([*cols, np.full(n, zcol)]),
-        np.concatenate([*coef, -np.ones(n)]),
-        n,
-        np.zeros(n),
-        np.full(n, INF),
-        xs,
-    )
-    setattr(m, lp.value_rows, value_rows)
+    setattr(m, lp.value_rows, _linear_rows(blocks[-1], xs))
     m.obj = pyo.Objective(expr=m.z, sense=pyo.maximize)
+    return Built(m, layout_of(lp))
+
+
+def layout_of(lp: MaxMinLP, group_of: np.ndarray | None = None) -> MaxMinLayout:
+    """The extractor's view of ``lp`` (its first column block's pairs, the scale)."""
     first = lp.columns[0]
-    return Built(m, MaxMinLayout(Pairs(first.row, first.type), lp.value_rows, lp.scale))
+    return MaxMinLayout(Pairs(first.row, first.type), lp.value_rows, lp.scale, group_of)
+
+
+# ------------------------------------------------------------------ without Pyomo
+@dataclass(frozen=True)
+class ColumnMap:
+    """Stands for the Pyomo model where an LP went to HiGHS as arrays (:func:`compile_lp`):
+    the HiGHS columns of ``z`` and of the first block (``alloc``)."""
+
+    z: int
+    alloc: np.ndarray
+
+
+def compile_lp(lp: MaxMinLP) -> tuple[CompiledModel, ColumnMap]:
+    """Exactly the matrix form ``compile_model(build(lp).model)`` gives (column order,
+    rows, coefficients, bounds: the same arrays, bit for bit), from the data without
+    building Pyomo components (tests/kinds/gpu_cluster/test_maxmin_arrays.py).
+
+    :func:`~hetopt.highs.compile_model` puts the objective's variable ``z`` first and
+    then the row blocks' variables in their order (every block lists them all: time
+    blocks, free blocks, ``z``); each block is summed and cleaned of zeros as
+    :meth:`~hetopt.pyomo_ext.LinearRows.from_coo` does, then the blocks are stacked into
+    one column-wise matrix with sorted indices.
+    """
+    from ...highs import CompiledModel
+
+    n = num_columns(lp)
+    # LP column k (z last) -> HiGHS column: z is 0, the others follow in order
+    where = np.empty(n, dtype=np.int64)
+    where[: n - 1] = np.arange(1, n)
+    where[n - 1] = 0
+    blocks = row_blocks(lp)
+    A = _stacked_csc(blocks, where, n)
+    lows, ups = [], []
+    for b in blocks:
+        lo, hi = np.asarray(b.lower).astype(float), np.asarray(b.upper).astype(float)
+        lows.append(np.where(np.isinf(lo), -INF, lo))
+        ups.append(np.where(np.isinf(hi), INF, hi))
+    col_lower = np.zeros(n)
+    col_upper = np.empty(n)
+    z_upper = z_upper_of(lp)
+    col_upper[0] = INF if z_upper is None else z_upper
+    start = 1
+    for block in lp.columns:
+        up = np.ones(len(block))
+        if block.open is not None:
+            up[~block.open] = 0.0
+        col_upper[start : start + len(block)] = up
+        start += len(block)
+    col_upper[start:] = INF  # free blocks: x >= 0
+    c = np.zeros(n)
+    c[0] = 1.0
+    compiled = CompiledModel(
+        model=None,
+        columns=[],
+        rows=[],
+        A=A,
+        c=c,
+        offset=0.0,
+        maximize=True,
+        col_lower=col_lower,
+        col_upper=col_upper,
+        row_lower=np.concatenate(lows),
+        row_upper=np.concatenate(ups),
+        integrality=np.zeros(n, dtype=np.int32),
+    )
+    return compiled, ColumnMap(0, np.arange(1, 1 + len(lp.columns[0]), dtype=np.int64))
+
+
+def _stacked_csc(blocks: Sequence[RowBlock], where: np.ndarray, n: int) -> Any:
+    """The blocks stacked into one column-wise matrix over HiGHS's columns (``where``):
+    zeros dropped, indices sorted. Without repeated (row, column) entries that matrix
+    has one representation, built here with one sort; with them, scipy sums them
+    block by block exactly as :meth:`~hetopt.pyomo_ext.LinearRows.from_coo` does."""
+    import scipy.sparse as sp
+
+    starts = np.cumsum([0, *(b.num_rows for b in blocks)])
+    num_rows = int(starts[-1])
+    rows = np.concatenate([b.rows + s for b, s in zip(blocks, starts, strict=False)])
+    cols = where[np.concatenate([b.cols for b in blocks])]
+    vals = np.concatenate([b.vals for b in blocks]).astype(float)
+    key = cols * max(num_rows, 1) + rows
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    if len(key) > 1 and (key[1:] == key[:-1]).any():
+        parts = []
+        for b in blocks:
+            m = sp.csr_array((b.vals, (b.rows, b.cols)), shape=(b.num_rows, n))
+            m.sum_duplicates()
+            m.eliminate_zeros()
+            data = np.asarray(m.data, dtype=float)
+            indices = np.asarray(m.indices, dtype=np.int64)
+            indptr = np.asarray(m.indptr, dtype=np.int64)
+            parts.append(sp.csr_array((data, where[indices], indptr), shape=(b.num_rows, n)))
+        A = sp.vstack(parts, format="csc")
+        A.sort_indices()
+        return A
+    vals = vals[order]
+    keep = vals != 0
+    cols = cols[order][keep]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cols, minlength=n), out=indptr[1:])
+    return sp.csc_array((vals[keep], rows[order][keep], indptr), shape=(num_rows, n))
+
+
+def read_columns(built: Built, solution: Any) -> tuple[float, np.ndarray]:
+    """``z`` and the ``alloc`` values of a solved max-min LP, whether it went to HiGHS
+    as a Pyomo model or as arrays (:class:`ColumnMap`)."""
+    m = built.model
+    if isinstance(m, ColumnMap):
+        x = np.asarray(solution.x)
+        return float(x[m.z]), x[m.alloc]
+    return solution.value(m.z), solution.values(m.alloc, range(len(built.layout.pairs)))
 
 
 # ----------------------------------------------------------------- sub-problems
@@ -393,12 +563,20 @@ def _session(options: SolveOptions | None) -> Any:
 
 
 def solve_max_min(problem: MaxMinProblem, options: SolveOptions | None = None) -> MaxMinSolution:
-    """Build and solve one sub-problem (what a worker runs; use ``threads=1`` there)."""
+    """Build and solve one sub-problem (what a worker runs; use ``threads=1`` there).
+
+    The LP goes to HiGHS as arrays (:func:`compile_lp`: the compiled
+    :func:`build_max_min` model, bit for bit)."""
+    from ...highs import HighsModel
+
     session = _session(options)
     n, T = problem.thr.shape
     with session.timer("build_s"):
-        built = build_max_min(problem)
-    live = session.open(built)
+        lp = problem.lp()
+    with session.timer("transfer_s"):
+        compiled, columns = compile_lp(lp)
+        hm = HighsModel(compiled)
+    live = session.adopt(Built(columns, layout_of(lp)), hm)
     view = live.solve(session.options, LP_METHOD)
     raw = view.raw
     timings = {k: session.timings[k] for k in ("build_s", "transfer_s", "solve_s")}
@@ -407,8 +585,8 @@ def solve_max_min(problem: MaxMinProblem, options: SolveOptions | None = None) -
             np.zeros((n, T)), 0.0, raw.status, raw.termination, timings, session.report()
         )
     t0 = time.perf_counter()
-    X = _read(live, raw.x, n, T)
-    z = view.value(live.model.z) / built.layout.scale
+    X = _read(live, raw.x, n, T, columns.alloc)
+    z = float(raw.x[columns.z]) / lp.scale
     timings["load_s"] = time.perf_counter() - t0
     return MaxMinSolution(X, z, raw.status, raw.termination, timings, session.report())
 

@@ -16,6 +16,7 @@ from ...contract import UNSET, BuildMethodBase, Built, Outcome, SolveView
 from ...errors import InstanceError
 from ...status import Status
 from . import formulations as F
+from . import maxmin as M
 from . import verify as V
 from .data import GpuClusterInstance
 
@@ -75,6 +76,14 @@ class OneLP(BuildMethodBase):
         column to ``jobs`` and the LP's own value to ``info`` when ``z`` is not it."""
         raise NotImplementedError  # pragma: no cover - abstract
 
+    def lp(
+        self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
+    ) -> tuple[M.MaxMinLP, np.ndarray | None] | None:
+        """The model as :class:`~.maxmin.MaxMinLP` data and each job's symmetry group
+        (``None``: :meth:`model` builds it otherwise); such a model is solved from arrays
+        (:func:`.maxmin.compile_lp`), without building its Pyomo components."""
+        return None
+
     def build(self, instance: GpuClusterInstance, params: GpuClusterParams) -> Built:
         if self.needs_steps:
             require_steps(instance)
@@ -82,12 +91,41 @@ class OneLP(BuildMethodBase):
         return self.model(instance, thr, params)
 
     def run(self, session: Session, instance: GpuClusterInstance, params: Any) -> Outcome:
-        outcome, _ = session.solve_method(self, instance, params)
+        outcome = self.solve_arrays(session, instance, params)
+        if outcome is None:
+            outcome, _ = session.solve_method(self, instance, params)
         opts = session.options
         outcome.details["lp_method"] = (
             opts.lp_method if opts.lp_method != "auto" else DEFAULT_LP_METHOD
         )
         return outcome
+
+    def solve_arrays(
+        self, session: Session, instance: GpuClusterInstance, params: Any
+    ) -> Outcome | None:
+        """:meth:`Session.solve_method` for a model :meth:`lp` gives as data: the same
+        phases, hooks and HiGHS model (:func:`.maxmin.compile_lp` is bit for bit the
+        compiled Pyomo model), minus the Pyomo components (a third to a half of the time
+        besides HiGHS at Gavel's sizes, measured). ``None``: no such model."""
+        from ...highs import HighsModel
+
+        with session.timer("build_s"):
+            if self.needs_steps:
+                require_steps(instance)
+            thr = allocation_throughputs(instance, params.agnostic)
+            data = self.lp(instance, thr, params)
+        if data is None:
+            return None
+        lp, group_of = data
+        with session.timer("transfer_s"):
+            compiled, columns = M.compile_lp(lp)
+            hm = HighsModel(compiled)
+        built = Built(columns, M.layout_of(lp, group_of))
+        live = session.adopt(built, hm)
+        opts = self.options(instance, params, built, session.options)
+        view = live.solve(opts, self.lp_method, "main", lambda v: self.unscale_bound(built, v))
+        with session.timer("load_s"):
+            return session.resolve(self, instance, params, built, view)
 
     def describe(
         self, instance: GpuClusterInstance, params: GpuClusterParams, built: Built
@@ -105,8 +143,8 @@ class OneLP(BuildMethodBase):
         built: Built,
         solution: SolveView,
     ) -> Outcome:
-        z = solution.value(built.model.z)
-        allocation, jobs, thr_eff, info = self.tables(instance, built, solution)
+        z, x = M.read_columns(built, solution)
+        allocation, jobs, thr_eff, info = self.tables(instance, built, solution, x)
         agnostic = params.agnostic
         optimal = solution.status == Status.OPTIMAL
         exact = optimal and not agnostic
@@ -127,13 +165,12 @@ class OneLP(BuildMethodBase):
         return out
 
     def tables(
-        self, instance: GpuClusterInstance, built: Built, solution: SolveView
+        self, instance: GpuClusterInstance, built: Built, solution: SolveView, x: np.ndarray
     ) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray, dict[str, Any]]:
         """The allocation table, the jobs table (time share, throughput), each job's
-        effective throughput and the model's facts."""
+        effective throughput and the model's facts (``x``: the ``alloc`` values)."""
         arr = instance.arrays
         pairs = built.layout.pairs
-        x = solution.values(built.model.alloc, range(len(pairs)))
         x = np.where(np.abs(x) < 1e-10, 0.0, x)
         group_of = built.layout.group_of
         if group_of is None:
@@ -296,9 +333,18 @@ class MaxMinFairness(MaxMinRead, ColumnsRun):
     def model(
         self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
     ) -> Built:
+        data = self.lp(inst, thr, params)
+        assert data is not None
+        lp, group_of = data
+        built = M.build(lp)
+        return built if group_of is None else Built(built.model, M.layout_of(lp, group_of))
+
+    def lp(
+        self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
+    ) -> tuple[M.MaxMinLP, np.ndarray | None]:
         if params.symmetry and not params.agnostic:  # agnostic: the true value is not unique
-            return F.build_grouped(inst.arrays, "max_min_fairness", thr)
-        return F.build_max_min_fairness(inst.arrays, thr)
+            return F.grouped_lp(inst.arrays, "max_min_fairness", thr)
+        return F.max_min_lp(inst.arrays, thr), None
 
 
 class Makespan(MakespanRead, ColumnsRun):
@@ -310,10 +356,19 @@ class Makespan(MakespanRead, ColumnsRun):
     def model(
         self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
     ) -> Built:
+        data = self.lp(inst, thr, params)
+        assert data is not None
+        lp, group_of = data
+        built = M.build(lp)
+        return built if group_of is None else Built(built.model, M.layout_of(lp, group_of))
+
+    def lp(
+        self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
+    ) -> tuple[M.MaxMinLP, np.ndarray | None]:
         # agnostic: all types equal; steps are read as seconds of work at throughput 1
         if params.symmetry and not params.agnostic:  # agnostic: the true value is not unique
-            return F.build_grouped(inst.arrays, "makespan", thr)
-        return F.build_makespan(inst.arrays, thr)
+            return F.grouped_lp(inst.arrays, "makespan", thr)
+        return F.makespan_lp(inst.arrays, thr), None
 
 
 class SpaceSharing(OneLP):
@@ -346,7 +401,7 @@ class SpaceSharing(OneLP):
         return super().run(session, instance, params)
 
     def tables(
-        self, instance: GpuClusterInstance, built: Built, solution: SolveView
+        self, instance: GpuClusterInstance, built: Built, solution: SolveView, x: np.ndarray
     ) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray, dict[str, Any]]:
         from .colocation import colocation_tables
 
@@ -355,7 +410,7 @@ class SpaceSharing(OneLP):
         return colocation_tables(
             instance.arrays,
             lay,
-            solution.values(m.alloc, range(len(lay.pairs))),
+            x,
             solution.values(m.pair, range(len(lay.group_cols))),
         )
 

@@ -29,10 +29,9 @@ def allocation_matrix(arr: ClusterArrays, allocation: pd.DataFrame) -> tuple[np.
     if "other_job" in df.columns:
         df = df[df["other_job"].fillna("").astype(str) == ""]
     # integer codes by hash lookup (-1: unknown), not a Python mapping per row
-    ids = pd.Index(arr.job_ids)
-    job_codes = ids.get_indexer(df["job"].astype(str))
-    jobs = np.asarray(job_codes, dtype=np.int64)
-    types = np.asarray(pd.Index(arr.types).get_indexer(df["worker_type"].astype(str)), np.int64)
+    job_index = pd.Index(arr.job_ids)
+    jobs = np.asarray(job_index.get_indexer(_as_str(df["job"])), dtype=np.int64)
+    types = np.asarray(pd.Index(arr.types).get_indexer(_as_str(df["worker_type"])), np.int64)
     bad = (jobs < 0) | (types < 0)
     if bad.any():
         problems.append(f"{int(bad.sum())} allocation row(s) name an unknown job or worker type")
@@ -41,8 +40,7 @@ def allocation_matrix(arr: ClusterArrays, allocation: pd.DataFrame) -> tuple[np.
     flat = jobs[ok] * T + types[ok]
     frac = df["fraction"].to_numpy(dtype=float)[ok]
     X += np.bincount(flat, weights=frac, minlength=n * T).reshape(n, T)
-    # (every row is solo without space sharing: the codes above)
-    all_codes = job_codes if df is allocation else ids.get_indexer(allocation["job"].astype(str))
+    all_codes = jobs if df is allocation else job_index.get_indexer(_as_str(allocation["job"]))
     seen = np.zeros(arr.num_jobs, dtype=bool)
     seen[all_codes[all_codes >= 0]] = True
     if not seen.all():
@@ -51,6 +49,14 @@ def allocation_matrix(arr: ClusterArrays, allocation: pd.DataFrame) -> tuple[np.
             f"{len(missing)} job(s) missing from the allocation, e.g. {sorted(missing)[:3]}"
         )
     return X, problems
+
+
+def _as_str(column: pd.Series) -> Any:
+    """``column.astype(str)``; a column of strings only as it is (a C-level scan instead
+    of a copy)."""
+    if pd.api.types.infer_dtype(column, skipna=False) == "string":
+        return column
+    return column.astype(str)
 
 
 def check_allocation(
