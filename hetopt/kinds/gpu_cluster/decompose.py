@@ -13,6 +13,12 @@
   ``method="pop"`` is POP's baseline (random parts, ``floor(W_t / k)`` GPUs each, no
   repair).
 
+Each part (and the repair LP) is solved over its symmetry groups (:func:`group_problem`:
+identical jobs as one row whose GPUs count once per job; exact, as the kind's own
+``symmetry`` parameter) unless ``symmetry=False`` or ``agnostic=True``. Parts travel to
+workers as :class:`~hetopt.kinds.gpu_cluster.maxmin.MaxMinProblem` (numpy arrays only);
+where they run is :func:`hetopt.decompose.place`'s choice, from :func:`part_seconds`.
+
 The mathematics is in ``models/decomposition.md``.
 """
 
@@ -30,13 +36,14 @@ from ...contract import Detail, Outcome
 from ...decompose import (
     finish_merged,
     not_separable,
+    place,
     session_for,
     sum_timings,
     wire,
     worker_options,
 )
 from ...errors import UsageError
-from ...executors import SubmitExecutor, executor_for, run_all
+from ...executors import SubmitExecutor, run_all
 from ...options import SolveOptions
 from ...result import Result
 from ...status import Status
@@ -53,7 +60,9 @@ __all__ = [
     "Partitioner",
     "components",
     "components_networkx",
+    "group_problem",
     "largest_remainder",
+    "part_seconds",
     "pop_partition",
     "repair_max_min",
     "solve_partitioned",
@@ -88,6 +97,69 @@ DETAILS = (
 )
 """The ``info`` entries of a partitioned ``gpu_cluster`` result (beyond
 :data:`hetopt.decompose.DETAILS`)."""
+
+
+PART_S = (0.02, 2.0e-6, 1.5)
+"""``(a, b, c)``: one max-min part costs about ``a + b * columns**c`` seconds in this
+process (build, transfer, HiGHS IPM, read; ``columns`` = (row, type) pairs after symmetry
+grouping). Fit to parts of 764, 3,061 and 12,240 columns (0.07, 0.30-0.37 and 2.7 s) on
+the shared 2-core machine, where :data:`hetopt.decompose.POOL_START_S` was measured too."""
+
+
+def part_seconds(columns: int) -> float:
+    """Estimated seconds of one part with ``columns`` LP columns (:data:`PART_S`)."""
+    a, b, c = PART_S
+    return a + b * float(columns) ** c
+
+
+def _columns(problem: MaxMinProblem) -> int:
+    return int((problem.allowed & (problem.thr > 0)).sum())
+
+
+def group_problem(problem: MaxMinProblem) -> tuple[MaxMinProblem, np.ndarray | None]:
+    """``problem`` with one row per group of identical jobs (same throughputs, usable
+    types, scale factor, weight and normalisation), and each job's group (``None``: no
+    two jobs alike, ``problem`` itself).
+
+    A row standing for ``m`` jobs gets ``scale * m`` and ``weight * m``: its GPUs count
+    ``m`` times in every capacity row while its value coefficients ``scale / (weight *
+    norm) * thr`` are unchanged, and ``kappa`` (from ``sum scale``) is unchanged. The LP
+    is convex and invariant under permuting identical jobs, so it has an optimum in which
+    a group's jobs have equal shares: the grouped LP has the same optimum ``z``, and giving
+    every job its group's row (``X[group_of]``) is an optimal allocation of the per-job
+    LP (the argument of :func:`~hetopt.kinds.gpu_cluster.formulations.build_grouped`)."""
+    key = np.hstack(
+        [
+            problem.scale[:, None],
+            problem.weight[:, None],
+            problem.norm[:, None],
+            problem.thr,
+            np.asarray(problem.allowed, dtype=float),
+        ]
+    )
+    _, first, inverse, counts = np.unique(
+        key, axis=0, return_index=True, return_inverse=True, return_counts=True
+    )
+    if len(first) == problem.num_jobs:
+        return problem, None
+    order = np.argsort(first, kind="stable")  # groups numbered by first occurrence
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    group_of = rank[inverse.ravel()].astype(np.int64)
+    reps = first[order]
+    mult = counts[order].astype(float)
+    grouped = MaxMinProblem(
+        thr=problem.thr[reps],
+        scale=problem.scale[reps] * mult,
+        weight=problem.weight[reps] * mult,
+        norm=problem.norm[reps],
+        allowed=problem.allowed[reps],
+        capacity=problem.capacity,
+        jobs=problem.jobs[reps],
+        z_usage=problem.z_usage,
+        z_max=problem.z_max,
+    )
+    return grouped, group_of
 
 
 def _load(instance: Any) -> Any:
@@ -241,8 +313,10 @@ def _repair_round(
     thr_alloc: np.ndarray,
     fraction: float,
     options: SolveOptions | None,
+    symmetry: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, MaxMinSolution, float | None]:
-    """One repair LP over the bottleneck set of size ``ceil(fraction * n)``."""
+    """One repair LP over the bottleneck set of size ``ceil(fraction * n)`` (over its
+    symmetry groups with ``symmetry``: :func:`group_problem`)."""
     n, T = X.shape
     nb = min(n, max(1, math.ceil(fraction * n)))
     # bottleneck: the lowest values, and the jobs that cannot grow by rescaling
@@ -266,7 +340,13 @@ def _repair_round(
         z_usage=usage.sum(axis=0),
         z_max=z_max,
     )
-    return B, R, solve_max_min(problem, options or SolveOptions(threads=1)), z_max
+    group_of = None
+    if symmetry:
+        problem, group_of = group_problem(problem)
+    sol = solve_max_min(problem, options or SolveOptions(threads=1))
+    if group_of is not None:
+        sol.X = sol.X[group_of]
+    return B, R, sol, z_max
 
 
 def repair_max_min(
@@ -278,6 +358,7 @@ def repair_max_min(
     options: SolveOptions | None = None,
     max_fraction: float = 0.4,
     session: Session | None = None,
+    symmetry: bool = False,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Raise the minimum of a merged max-min allocation with a small LP.
 
@@ -294,7 +375,8 @@ def repair_max_min(
     capacities allow (one scalar, no LP).
 
     Returns the repaired allocation and facts (``repair_jobs``, ``repair_s``, levels).
-    The repair LPs' HiGHS runs are added to ``session``'s report when one is given.
+    The repair LPs' HiGHS runs are added to ``session``'s report when one is given;
+    with ``symmetry`` each is solved over its symmetry groups (:func:`group_problem`).
     """
     t0 = time.perf_counter()
     # values in the allocating view (the agnostic view for the baseline)
@@ -307,7 +389,9 @@ def repair_max_min(
     best_B = best_R = np.zeros(0, dtype=np.int64)
     frac = fraction
     while True:
-        B, R, sol, z_max = _repair_round(arr, X, v, headroom, norm, thr_alloc, frac, options)
+        B, R, sol, z_max = _repair_round(
+            arr, X, v, headroom, norm, thr_alloc, frac, options, symmetry
+        )
         facts["repair_rounds"] += 1
         if session is not None:
             session.record_solves(sol.report, "repair.")
@@ -375,6 +459,7 @@ def solve_partitioned(
     repair: bool | None = None,
     repair_fraction: float = 0.05,
     agnostic: bool = False,
+    symmetry: bool = True,
 ) -> Result:
     """Approximate decomposition of a ``gpu_cluster`` max-min fairness instance.
 
@@ -392,7 +477,8 @@ def solve_partitioned(
     options
         Solve options (each part runs with ``threads=1``).
     executor
-        Where parts run (default: serially in this thread).
+        Where parts run (default: serially in this thread; the generic driver passes its
+        plan, decided by :func:`hetopt.decompose.place` from :func:`part_seconds`).
     seed
         Seed of the random part assignment.
     repair
@@ -403,6 +489,10 @@ def solve_partitioned(
     agnostic
         Allocate with the heterogeneity-agnostic throughputs (the reported objective is
         still the true one).
+    symmetry
+        Solve each part and the repair LP over its symmetry groups (:func:`group_problem`;
+        the kind's ``symmetry`` parameter; never with ``agnostic``, whose true value
+        depends on which of the agnostic optima is returned).
 
     Returns
     -------
@@ -456,21 +546,24 @@ def solve_partitioned(
         for q, p in enumerate(parts)
         if len(p)
     ]
+    grouping = symmetry and not agnostic
+    shipped = [group_problem(pb) if grouping else (pb, None) for pb in problems]
     t1 = time.perf_counter()
     opts = worker_options(options)
-    with executor_for(executor=executor) as ex:
-        outs = run_all(ex, _solve_part, [(pb, wire(opts)) for pb in problems])
+    where = place(executor, [part_seconds(_columns(g)) for g, _ in shipped])
+    outs = run_all(where.executor, _solve_part, [(g, wire(opts)) for g, _ in shipped])
     t2 = time.perf_counter()
     X = np.zeros((arr.num_jobs, len(arr.types)))
     parts_info = []
     statuses = []
-    for pb, (sol, wall) in zip(problems, outs, strict=True):
-        X[pb.jobs] = sol.X
+    for pb, (g, group_of), (sol, wall) in zip(problems, shipped, outs, strict=True):
+        X[pb.jobs] = sol.X if group_of is None else sol.X[group_of]
         statuses.append(sol.status)
         session.record_solves(sol.report, "part.")
         parts_info.append(
             {
                 "jobs": pb.num_jobs,
+                "symmetry_groups": g.num_jobs,
                 "gpus": {t: float(c) for t, c in zip(arr.types, pb.capacity, strict=True)},
                 "status": sol.status.value,
                 "objective_value": sol.z,
@@ -478,6 +571,7 @@ def solve_partitioned(
                 **sol.timings,
             }
         )
+    placed = where.details()
     timings = sum_timings(parts_info, _PHASES)
     timings.update({"split_s": t1 - t0, "parts_wall_s": t2 - t1})
     if any(not s.has_solution for s in statuses):
@@ -485,7 +579,12 @@ def solve_partitioned(
         failed = Outcome(
             status=bad,
             termination=f"a part ended {bad.value}",
-            details={"partitions": partitions, "method": method_name, "parts": parts_info},
+            details={
+                "partitions": partitions,
+                "method": method_name,
+                "parts": parts_info,
+                **placed,
+            },
         )
         return finish_merged(KIND, inst, "max_min_fairness", failed, timings, session)
 
@@ -495,7 +594,7 @@ def solve_partitioned(
     repair_facts: dict[str, Any] = {}
     if do_repair:
         X, repair_facts = repair_max_min(
-            arr, X, norm, thr_alloc, repair_fraction, opts, session=session
+            arr, X, norm, thr_alloc, repair_fraction, opts, session=session, symmetry=grouping
         )
     t3 = time.perf_counter()
 
@@ -517,7 +616,9 @@ def solve_partitioned(
         "parts": parts_info,
         "merged_objective": before,
         "repair_gain": (value - before) if do_repair else 0.0,
+        "symmetry_groups": int(sum(g.num_jobs for g, _ in shipped)),
         **repair_facts,
+        **placed,
     }
     timings.update(
         {
@@ -567,6 +668,16 @@ class GpuClusterDecomposer:
     def sub_instance(self, instance: Any, jobs: np.ndarray) -> Any:
         return sub_instance(instance, jobs)
 
+    def estimate_s(self, instance: Any, groups: Sequence[np.ndarray]) -> list[float]:
+        """Estimated seconds of the kind's solve of each group of jobs (a component's
+        LP over its symmetry groups: :func:`part_seconds` of its columns)."""
+        from .formulations import job_groups
+
+        arr = instance.arrays
+        group_of, reps, _ = job_groups(arr, False)
+        cols = arr.allowed[reps].sum(axis=1)
+        return [part_seconds(int(cols[np.unique(group_of[g])].sum())) for g in groups]
+
     def partitioned(
         self,
         instance: Any,
@@ -590,9 +701,16 @@ class GpuClusterDecomposer:
                 f"splitting one component into parts is implemented for max_min_fairness, "
                 f"not {objective!r}; use partitions=1 (exact components)"
             )
-        agnostic = KIND.parse_params(params).agnostic
+        parsed = KIND.parse_params(params)
         return solve_partitioned(
-            instance, partitions, method, options, executor, seed=seed, agnostic=agnostic
+            instance,
+            partitions,
+            method,
+            options,
+            executor,
+            seed=seed,
+            agnostic=parsed.agnostic,
+            symmetry=parsed.symmetry,
         )
 
 
