@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 import pandas as pd
@@ -47,9 +47,10 @@ from ...executors import SubmitExecutor, run_all
 from ...options import SolveOptions
 from ...result import Result
 from ...status import Status
-from .maxmin import MaxMinProblem, MaxMinSolution, solve_max_min
+from .maxmin import MaxMinProblem, MaxMinSolution, kappa_of
 
 if TYPE_CHECKING:
+    from ...highs import CompiledModel
     from ...pipeline import Session
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "SEPARABLE",
     "GpuClusterDecomposer",
     "Partitioner",
+    "compile_part",
     "components",
     "components_networkx",
     "group_problem",
@@ -65,6 +67,7 @@ __all__ = [
     "part_seconds",
     "pop_partition",
     "repair_max_min",
+    "solve_part",
     "solve_partitioned",
     "stratified_partition",
 ]
@@ -226,11 +229,96 @@ def components_networkx(instance: Any) -> list[np.ndarray]:
 
 
 # --------------------------------------------------------------------------- partitions
+def compile_part(problem: MaxMinProblem) -> tuple[CompiledModel, np.ndarray, np.ndarray, float]:
+    """The matrix HiGHS gets for ``problem``, built from its arrays without Pyomo: the
+    same :class:`~hetopt.highs.CompiledModel` arrays as ``compile_model(build_max_min(
+    problem).model)`` (column ``z`` first, then one per (job, type) pair in job-major
+    order; rows ``c_time``, ``c_capacity``, ``c_fair``; ``tests/kinds/gpu_cluster/
+    test_decompose_parts.py`` checks they are equal). Returns the model, the pairs' jobs
+    and types and ``kappa``."""
+    import scipy.sparse as sp
+
+    from ...highs import INF as HINF
+    from ...highs import CompiledModel
+
+    n, T = problem.thr.shape
+    job, typ = np.nonzero(problem.allowed & (problem.thr > 0))
+    K = len(job)
+    kappa = kappa_of(problem)
+    x = 1 + np.arange(K)  # column of pair k (z is column 0)
+    row_scale = problem.scale / (problem.weight * problem.norm)
+    coef = row_scale[job] * problem.thr[job, typ] * kappa
+    rows = [job, n + typ, n + T + job, n + T + np.arange(n)]
+    cols = [x, x, x, np.zeros(n, dtype=np.int64)]
+    vals = [np.ones(K), problem.scale[job], coef, -np.ones(n)]
+    if problem.z_usage is not None:
+        rows.append(n + np.arange(T))
+        cols.append(np.zeros(T, dtype=np.int64))
+        vals.append(problem.z_usage / kappa)
+    m = 2 * n + T
+    A = sp.csc_array(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(m, K + 1)
+    )
+    A.sum_duplicates()
+    A.eliminate_zeros()
+    A.sort_indices()
+    z_upper = HINF if problem.z_max is None else problem.z_max * kappa
+    c = np.zeros(K + 1)
+    c[0] = 1.0
+    compiled = CompiledModel(
+        model=cast(Any, None),
+        columns=[None] * (K + 1),
+        rows=[None] * m,
+        A=A,
+        c=c,
+        offset=0.0,
+        maximize=True,
+        col_lower=np.zeros(K + 1),
+        col_upper=np.concatenate([[z_upper], np.ones(K)]),
+        row_lower=np.concatenate([np.full(n + T, -HINF), np.zeros(n)]),
+        row_upper=np.concatenate([np.ones(n), problem.capacity.astype(float), np.full(n, HINF)]),
+        integrality=np.zeros(K + 1, dtype=np.int32),
+    )
+    return compiled, job, typ, kappa
+
+
+def solve_part(problem: MaxMinProblem, options: SolveOptions | None = None) -> MaxMinSolution:
+    """:func:`~hetopt.kinds.gpu_cluster.maxmin.solve_max_min` of one part, with its
+    matrix built from the arrays (:func:`compile_part`): the same LP passed to HiGHS with
+    the same options, without building and compiling a Pyomo model (10-30 ms a part)."""
+    from ...contract import Built
+    from ...highs import HighsModel
+    from ...pipeline import Session
+    from . import KIND
+    from .maxmin import LP_METHOD
+
+    session = Session(KIND, options or SolveOptions(threads=1))
+    n, T = problem.thr.shape
+    with session.timer("build_s"):
+        compiled, job, typ, kappa = compile_part(problem)
+    with session.timer("transfer_s"):
+        hm = HighsModel(compiled)
+    live = session.adopt(Built(cast(Any, None)), hm)
+    raw = live.solve(session.options, LP_METHOD).raw
+    timings = {k: session.timings[k] for k in ("build_s", "transfer_s", "solve_s")}
+    if not raw.status.has_solution or raw.x is None:
+        return MaxMinSolution(
+            np.zeros((n, T)), 0.0, raw.status, raw.termination, timings, session.report()
+        )
+    t0 = time.perf_counter()
+    X = np.zeros((n, T))
+    X[job, typ] = np.clip(raw.x[1:], 0.0, 1.0)
+    X[X < 1e-10] = 0.0
+    z = float(raw.x[0]) / kappa
+    timings["load_s"] = time.perf_counter() - t0
+    return MaxMinSolution(X, z, raw.status, raw.termination, timings, session.report())
+
+
 def _solve_part(payload: tuple[MaxMinProblem, dict[str, Any]]) -> tuple[MaxMinSolution, float]:
     """Worker entry point: one max-min part with the explicit normalisation."""
     problem, options = payload
     t0 = time.perf_counter()
-    sol = solve_max_min(problem, SolveOptions.from_dict(options))
+    sol = solve_part(problem, SolveOptions.from_dict(options))
     return sol, time.perf_counter() - t0
 
 
@@ -343,7 +431,7 @@ def _repair_round(
     group_of = None
     if symmetry:
         problem, group_of = group_problem(problem)
-    sol = solve_max_min(problem, options or SolveOptions(threads=1))
+    sol = solve_part(problem, options or SolveOptions(threads=1))
     if group_of is not None:
         sol.X = sol.X[group_of]
     return B, R, sol, z_max
