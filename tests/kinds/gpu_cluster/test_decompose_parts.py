@@ -128,3 +128,43 @@ def _x(result: object) -> np.ndarray:
     for j, t, f in zip(alloc["job"], alloc["worker_type"], alloc["fraction"], strict=True):
         X[row[j], col[t]] = f
     return X
+
+
+def _strata_reference(arr, job_types):  # type: ignore[no-untyped-def]
+    """The stratum labels as first computed (one dict lookup per job)."""
+    keys: dict[tuple[object, ...], int] = {}
+    out = np.empty(arr.num_jobs, dtype=np.int64)
+    for i in range(arr.num_jobs):
+        jt = job_types[i] if job_types is not None else None
+        ident = jt if jt is not None else tuple(np.round(arr.thr[i], 9))
+        out[i] = keys.setdefault((ident, float(arr.scale[i]), float(arr.weight[i])), len(keys))
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_strata_equal_the_reference_labels(seed: int) -> None:
+    from hetopt.kinds.gpu_cluster.decompose import _strata
+
+    inst = generate(300, "k80=20,p100=20,v100=20", seed=seed)
+    arr = inst.arrays
+    types = [j.job_type for j in inst.jobs]
+    mixed = [None if i % 3 == 0 else t for i, t in enumerate(types)]
+    for jt in (types, mixed, None):
+        np.testing.assert_array_equal(_strata(arr, jt), _strata_reference(arr, jt))
+
+
+def test_row_groups_equal_numpy_unique() -> None:
+    from hetopt.kinds.gpu_cluster.decompose import row_groups
+
+    rng = np.random.default_rng(1)
+    key = rng.integers(0, 3, size=(500, 4)).astype(float)
+    group, first, counts = row_groups(key)
+    _, f, inv, c = np.unique(
+        key, axis=0, return_index=True, return_inverse=True, return_counts=True
+    )
+    order = np.argsort(f, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    np.testing.assert_array_equal(group, rank[inv.ravel()])
+    np.testing.assert_array_equal(first, f[order])
+    np.testing.assert_array_equal(counts, c[order])
