@@ -350,12 +350,9 @@ def _strata(arr: Any, job_types: Sequence[str | None] | None) -> np.ndarray:
     """Stratum label per job: (job type or throughput row, scale factor, weight), labels
     numbered by first occurrence."""
     n = arr.num_jobs
-    names: dict[str, int] = {}
     code = np.full(n, -1.0)
-    if job_types is not None:
-        code = np.array(
-            [-1.0 if jt is None else float(names.setdefault(jt, len(names))) for jt in job_types]
-        )
+    if job_types is not None:  # codes by first occurrence, None -> -1
+        code = pd.factorize(np.asarray(job_types, dtype=object))[0].astype(float)
     typed = code >= 0
     # a typed job is identified by its type, an untyped one by its rounded throughputs
     ident = np.where(typed[:, None], 0.0, np.round(arr.thr, 9))
