@@ -103,11 +103,12 @@ DETAILS = (
 :data:`hetopt.decompose.DETAILS`)."""
 
 
-PART_S = (0.02, 2.0e-6, 1.5)
+PART_S = (0.005, 2.0e-6, 1.5)
 """``(a, b, c)``: one max-min part costs about ``a + b * columns**c`` seconds in this
-process (build, transfer, HiGHS IPM, read; ``columns`` = (row, type) pairs after symmetry
-grouping). Fit to parts of 764, 3,061 and 12,240 columns (0.07, 0.30-0.37 and 2.7 s) on
-the shared 2-core machine, where :data:`hetopt.decompose.POOL_START_S` was measured too."""
+process (matrix from arrays, transfer, HiGHS IPM, read; ``columns`` = (row, type) pairs
+after symmetry grouping). Fit to parts of ~200, 764, 3,061 and 12,240 columns (5-10 ms,
+0.07, 0.30-0.37 and 2.7 s) on the shared 2-core machine, where
+:data:`hetopt.decompose.POOL_START_S` was measured too."""
 
 
 def part_seconds(columns: int) -> float:
