@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..contract import Decomposer, Detail, Outcome
-from ..errors import UsageError
+from ..errors import OptionsError, UsageError
 from ..executors import SerialExecutor, SubmitExecutor, executor_for, run_all
 from ..options import SolveOptions
 from ..result import Result
@@ -336,7 +336,7 @@ def _check_workers(workers: int | str | None) -> None:
     if workers is None or workers == AUTO:
         return
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise UsageError(f"workers must be a positive integer or 'auto', got {workers!r}")
+        raise OptionsError(f"workers must be a positive integer or 'auto', got {workers!r}")
 
 
 @contextlib.contextmanager

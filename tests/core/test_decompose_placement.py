@@ -9,8 +9,9 @@ import pytest
 
 import hetopt.executors as E
 import hetopt.highs as H
-from hetopt import SolveOptions, UsageError
+from hetopt import SolveOptions
 from hetopt.decompose import POOL_START_S, auto_placement, solve_decomposed
+from hetopt.errors import OptionsError
 from hetopt.executors import SerialExecutor, executor_for, process_pool
 from hetopt.kinds.gpu_cluster import generate
 
@@ -65,8 +66,9 @@ def test_choice_is_reported_and_logged(caplog: pytest.LogCaptureFixture) -> None
     assert given.info["executor"] == "given"
     assert "ThreadPoolExecutor" in given.info["executor_choice"]
     assert given.objective_value == auto.objective_value == one.objective_value
-    with pytest.raises(UsageError, match="workers"):
-        solve_decomposed(inst, "max_min_fairness", OPTS, partitions=2, workers="many")
+    for bad in ("many", 0, True):
+        with pytest.raises(OptionsError, match="workers"):
+            solve_decomposed(inst, "max_min_fairness", OPTS, partitions=2, workers=bad)
 
 
 def test_components_report_where_they_ran() -> None:
