@@ -245,6 +245,24 @@ def _makespan(estimates: Sequence[float], workers: int) -> float:
     return max(loads) if loads else 0.0
 
 
+def _estimate(estimates_s: Sequence[float], workers: int) -> tuple[bool, str]:
+    """Whether the pool of ``workers`` pays for the parts (:func:`auto_placement`'s
+    inequality), and the estimate as a sentence."""
+    from ..executors import pool_running
+
+    k = len(estimates_s)
+    serial = float(sum(estimates_s))
+    warm = pool_running(workers)
+    start = 0.0 if warm else POOL_START_S
+    pool = start + _makespan(estimates_s, workers) + SHIP_S * k
+    state = "running" if warm else f"not running: ~{POOL_START_S:g} s to start"
+    est = (
+        f"{k} parts estimated {serial:.3g} s in this process vs {pool:.3g} s on a pool of "
+        f"{workers} processes ({state})"
+    )
+    return pool < PAYOFF * serial, est
+
+
 def auto_placement(estimates_s: Sequence[float]) -> Placement:
     """The automatic rule (``workers="auto"``): run the parts on the shared pool of
     ``W = min(cores, parts)`` processes when
@@ -255,24 +273,16 @@ def auto_placement(estimates_s: Sequence[float]) -> Placement:
     else serially in this process. ``estimates_s`` are the decomposer's estimates of
     each part's solve time in this process (``gpu_cluster``: from the LP's columns after
     symmetry grouping, :data:`hetopt.kinds.gpu_cluster.decompose.PART_S`)."""
-    from ..executors import pool_running, process_pool
+    from ..executors import process_pool
     from ..highs import available_cores
 
     k = len(estimates_s)
-    serial = float(sum(estimates_s))
     workers = min(available_cores(), k)
     if workers < 2:
         why = f"auto: serial ({k} part{'s' * (k != 1)}, {available_cores()} core available)"
         return Placement(SerialExecutor(), "serial", 1, why)
-    warm = pool_running(workers)
-    start = 0.0 if warm else POOL_START_S
-    pool = start + _makespan(estimates_s, workers) + SHIP_S * k
-    state = "running" if warm else f"not running: ~{POOL_START_S:g} s to start"
-    est = (
-        f"{k} parts estimated {serial:.3g} s in this process vs {pool:.3g} s on a pool of "
-        f"{workers} processes ({state})"
-    )
-    if pool < PAYOFF * serial:
+    pays, est = _estimate(estimates_s, workers)
+    if pays:
         return Placement(process_pool(workers), "process_pool", workers, f"auto: pool; {est}")
     return Placement(SerialExecutor(), "serial", 1, f"auto: serial; {est}")
 
@@ -310,8 +320,12 @@ class _Plan:
             p = Placement(SerialExecutor(), "serial", 1, "serial (workers=1)")
         else:
             assert isinstance(w, int)
+            why = f"a process pool of {w} (workers={w})"
+            pays, est = _estimate(estimates_s, w) if estimates_s else (True, "")
+            if not pays:  # honoured, but say what it costs
+                why += f"; the automatic rule would run them serially: {est}"
             ex = self._stack.enter_context(executor_for(workers=w))
-            p = Placement(ex, "process_pool", w, f"a process pool of {w} (workers={w})")
+            p = Placement(ex, "process_pool", w, why)
         log.info("decomposition: %s", p.why)
         self.placement = p
         return p

@@ -85,6 +85,8 @@ def test_explicit_workers_are_honoured_on_one_warm_pool() -> None:
         assert again is ex  # not shut down by the first context
     res = solve_decomposed(inst, "max_min_fairness", OPTS, partitions=2, workers=2)
     assert res.info["executor"] == "process_pool" and res.info["workers"] == 2
-    assert res.info["executor_choice"] == "a process pool of 2 (workers=2)"
+    # honoured, and it says that these tiny parts would be cheaper serially
+    choice = res.info["executor_choice"]
+    assert choice.startswith("a process pool of 2 (workers=2); the automatic rule would run")
     ref = solve_decomposed(inst, "max_min_fairness", OPTS, partitions=2, workers=1)
     assert res.objective_value == ref.objective_value
