@@ -7,7 +7,13 @@ before timing) and records:
 * ``ratio``: the GLOBAL max-min objective of the merged allocation over the monolithic
   optimum (not a per-job mean), recomputed by the gpu_cluster verifier;
 * ``speedup_2_workers``: monolithic wall-clock / decomposed wall-clock on 2 workers;
-* the build / transfer / HiGHS split summed over the parts, and the repair LP's time.
+* the build / transfer / HiGHS split summed over the parts, and the repair LP's time;
+* ``executor`` / ``executor_choice``: where the parts ran (the pool given here), and
+  ``symmetry_groups``: the rows of the parts' LPs.
+
+``bench_decompose_auto`` times the same solve with no executor and no ``workers``: the
+automatic placement (serial, or the shared pool when the estimate says it pays), and
+records what it chose next to the monolithic wall-clock.
 
 Known answers: the monolithic LP optimum bounds every feasible allocation from above
 (``ratio <= 1``), the verifier re-checks capacities and time shares, and the exact
@@ -74,6 +80,8 @@ def monolithic(n: int, workers: str) -> tuple[Result, float]:
 def pool():
     with executor_for(workers=2) as ex:
         warm_up(ex)
+        # the decomposition's own first-use imports (scipy's csgraph) out of the timings
+        solve_decomposed(generate(64, "k80=4,p100=4,v100=4", seed=1), partitions=2)
         yield ex
 
 
@@ -117,6 +125,50 @@ def bench_decompose(benchmark, spec: BenchSpec, pool) -> None:  # type: ignore[n
         parts_wall_max_s=max(p["wall_s"] for p in parts),
         repair_gain=result.info.get("repair_gain"),
         repair_s=result.timings.get("repair_s"),
+        executor=result.info["executor"],
+        executor_choice=result.info["executor_choice"],
+        symmetry_groups=result.info.get("symmetry_groups"),
+    )
+
+
+AUTO_SPECS = [s for s in SPECS if s.size["method"] == "stratified" and s.size["partitions"] == 4]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [pytest.param(s, marks=[pytest.mark.slow] if s.slow else [], id=s.name) for s in AUTO_SPECS],
+)
+def bench_decompose_auto(benchmark, spec: BenchSpec) -> None:  # type: ignore[no-untyped-def]
+    n, w, k = spec.size["jobs"], spec.size["workers"], spec.size["partitions"]
+    inst = spec.make()
+    mono, mono_wall = monolithic(n, w)
+    opts = SolveOptions(threads=1)
+    t0 = time.perf_counter()
+    result = benchmark.pedantic(
+        solve_decomposed,
+        args=(inst, "max_min_fairness", opts),
+        kwargs={"partitions": k},
+        rounds=1,
+        iterations=1,
+    )
+    wall = time.perf_counter() - t0
+    assert result.status == Status.FEASIBLE
+    assert result.verification.ok, result.verification.violations
+    ratio = result.objective_value / mono.objective_value
+    assert TARGETS[k] <= ratio <= 1 + 1e-6
+    assert result.info["executor"] in ("serial", "process_pool")
+    record(
+        benchmark,
+        result,
+        jobs=n,
+        partitions=k,
+        ratio=ratio,
+        monolithic_wall_s=mono_wall,
+        decomposed_wall_s=wall,
+        speedup_auto=mono_wall / wall,
+        executor=result.info["executor"],
+        executor_choice=result.info["executor_choice"],
+        symmetry_groups=result.info.get("symmetry_groups"),
     )
 
 
@@ -153,7 +205,11 @@ def bench_decompose_components(benchmark) -> None:  # type: ignore[no-untyped-de
     mono = hetopt.solve(inst, "max_min_fairness", opts)
     mono_wall = time.perf_counter() - t0
     result = benchmark.pedantic(
-        solve_decomposed, args=(inst, "max_min_fairness", opts), rounds=1, iterations=1
+        solve_decomposed,
+        args=(inst, "max_min_fairness", opts),
+        kwargs={"workers": 1},  # serially (speedup_serial)
+        rounds=1,
+        iterations=1,
     )
     assert result.status == Status.OPTIMAL
     assert result.info["partitions"] == 8

@@ -6,12 +6,21 @@ works: the in-process :class:`SerialExecutor` (the default), a
 :class:`~concurrent.futures.ThreadPoolExecutor`, a
 :class:`~concurrent.futures.ProcessPoolExecutor`, or a Dask cluster through
 ``distributed.Client(...).get_executor(pure=False)`` (see :func:`dask_executor`).
+
+``workers=W`` (``--workers W``) runs them on :func:`process_pool`: ONE pool of ``W``
+processes per Python process, started at its first use and kept until exit (or
+:func:`close_pools`), whose workers import hetopt's solve path once, when they start
+(``forkserver`` with that path preloaded where available: a new worker is a fork of an
+already warm server instead of a fresh interpreter; else ``spawn``). Later
+decompositions in the same process reuse the warm workers.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import multiprocessing
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -23,11 +32,23 @@ T = TypeVar("T")
 __all__ = [
     "SerialExecutor",
     "SubmitExecutor",
+    "close_pools",
     "dask_executor",
     "executor_for",
+    "pool_running",
+    "process_pool",
     "run_all",
     "warm_up",
 ]
+
+PRELOAD = (
+    "hetopt.api",
+    "hetopt.highs",
+    "hetopt.pipeline",
+    "hetopt.pyomo_ext",
+    "hetopt.kinds.gpu_cluster.decompose",
+)
+"""Modules a ``forkserver`` imports once before it forks the pool's workers."""
 
 
 @runtime_checkable
@@ -82,6 +103,58 @@ def warm_up(executor: SubmitExecutor, tasks: int = 8) -> int:
     return len(set(run_all(executor, _warm, range(tasks))))
 
 
+def _init_worker() -> None:
+    """A pool worker's initializer: the solve path is imported before the first task."""
+    _warm(0)
+
+
+_POOLS: dict[int, ProcessPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _start_method() -> str:
+    # HiGHS's thread pool does not survive ``fork``; a forkserver forks from a process
+    # that has imported hetopt but never run HiGHS
+    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+def process_pool(workers: int) -> ProcessPoolExecutor:
+    """The process-wide pool of ``workers`` processes (started at the first call, reused
+    by every later one; a broken pool is replaced). Not to be shut down by the caller:
+    :func:`close_pools` does, at the latest at exit."""
+    if workers < 2:
+        raise OptionsError(f"a process pool needs at least 2 workers, got {workers}")
+    with _POOLS_LOCK:
+        pool = _POOLS.get(workers)
+        if pool is not None and not getattr(pool, "_broken", False):
+            return pool
+        ctx = multiprocessing.get_context(_start_method())
+        if ctx.get_start_method() == "forkserver":
+            ctx.set_forkserver_preload(list(PRELOAD))  # type: ignore[attr-defined]
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker)
+        _POOLS[workers] = pool
+        return pool
+
+
+def pool_running(workers: int) -> bool:
+    """Whether :func:`process_pool` of ``workers`` processes is already up (warm)."""
+    with _POOLS_LOCK:
+        pool = _POOLS.get(workers)
+        return pool is not None and not getattr(pool, "_broken", False)
+
+
+def close_pools() -> None:
+    """Shut down every pool :func:`process_pool` started (also run at exit)."""
+    with _POOLS_LOCK:
+        pools = list(_POOLS.values())
+        _POOLS.clear()
+    for pool in pools:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+atexit.register(close_pools)
+
+
 def dask_executor(address: str | None = None, **cluster_kwargs: Any) -> tuple[Executor, Any]:
     """A Dask ``ClientExecutor`` and its client (close the client when done).
 
@@ -124,8 +197,8 @@ def executor_for(
     """The executor for a ``--workers`` / ``--scheduler-address`` choice (closed on exit).
 
     ``executor`` wins when given (and is not closed here); else a Dask client when
-    ``scheduler_address`` is given; else a process pool of ``workers`` processes
-    (``spawn`` start method: HiGHS's thread pool does not survive ``fork``); else
+    ``scheduler_address`` is given; else the shared :func:`process_pool` of ``workers``
+    processes (kept warm for later calls, not closed here); else
     :class:`SerialExecutor`.
     """
     if executor is not None:
@@ -143,6 +216,4 @@ def executor_for(
     if workers is None or workers == 1:
         yield SerialExecutor()
         return
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        yield pool
+    yield process_pool(workers)

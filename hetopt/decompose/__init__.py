@@ -13,23 +13,31 @@ is in ``models/decomposition.md``):
   partitions with a repair LP, ``multi_resource``'s server groups).
 
 Sub-problems (instances or numpy arrays, never Pyomo models) run on any
-``concurrent.futures``-style executor: see :mod:`hetopt.executors`. Every merged result
-is built and verified by :func:`hetopt.pipeline.finish` (:func:`finish_merged`).
+``concurrent.futures``-style executor: see :mod:`hetopt.executors`. Where they run is
+decided by :func:`place` once the parts are known, and reported in ``info["executor"]``
+and ``info["executor_choice"]`` (and logged): an explicit ``executor`` or
+``workers=W`` is honoured; ``workers="auto"`` (the default, also when ``workers`` is
+not given) runs them on the shared
+process pool only when the decomposer's cost estimate says the pool pays for itself
+(:func:`auto_placement`). Every merged result is built and verified by
+:func:`hetopt.pipeline.finish` (:func:`finish_merged`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 import pandas as pd
 
 from ..contract import Decomposer, Detail, Outcome
-from ..errors import UsageError
-from ..executors import SubmitExecutor, executor_for, run_all
+from ..errors import OptionsError, UsageError
+from ..executors import SerialExecutor, SubmitExecutor, executor_for, run_all
 from ..options import SolveOptions
 from ..result import Result
 from ..status import Status
@@ -38,11 +46,19 @@ if TYPE_CHECKING:
     from ..kinds.base import Kind
     from ..pipeline import Session
 
+log = logging.getLogger(__name__)
+
 __all__ = [
+    "AUTO",
     "DETAILS",
     "MAX_COMPONENT_TASKS",
+    "POOL_START_S",
+    "SHIP_S",
+    "Placement",
+    "auto_placement",
     "components",
     "finish_merged",
+    "place",
     "session_for",
     "solve_components",
     "solve_decomposed",
@@ -60,6 +76,11 @@ DETAILS = (
     Detail("combine", "str", "how the components' optima combine: 'min', 'max' or 'sum'"),
     Detail("parts", "list", "per sub-problem: jobs, status, objective value, timings"),
     Detail("repair_gain", "float", "objective after the repair minus the merged one"),
+    Detail(
+        "executor", "str", "where the sub-problems ran: 'serial', 'process_pool', 'dask' or 'given'"
+    ),
+    Detail("workers", "int", "processes the sub-problems ran on (1: in this process)"),
+    Detail("executor_choice", "str", "why they ran there (the automatic rule's estimate)"),
 )
 """The ``info`` entries of every decomposed result (declared here, once, for every kind;
 a decomposer's own entries are its ``details``)."""
@@ -184,27 +205,161 @@ def sum_timings(parts: list[dict[str, Any]], keys: Sequence[str]) -> dict[str, f
     return {key: float(sum(p.get(key, 0.0) for p in parts)) for key in keys}
 
 
-class _Lazy:
-    """An executor opened (:func:`~hetopt.executors.executor_for`) at the first submit:
-    a decomposition that needs no sub-problem opens no pool and no scheduler."""
+# --------------------------------------------------------------------------- placement
+AUTO = "auto"
+"""``workers=AUTO``: the shared process pool when it pays for itself, else serial."""
 
-    def __init__(self, stack: contextlib.ExitStack, *how: Any):
+POOL_START_S = 2.0
+"""Seconds to start the shared pool's workers (each imports hetopt's solve path once:
+1.5-2 s of CPU on an idle core, measured; much more on a loaded machine, where the parts'
+solves slow down as much, so the rule's ratio holds)."""
+
+SHIP_S = 0.005
+"""Seconds per sub-problem to pickle its arrays to a warm worker and its answer back
+(a 4,096-job max-min part is ~0.3 MB each way; measured 1-5 ms)."""
+
+PAYOFF = 0.8
+"""The pool is used only when its estimate is below this share of the serial one (the
+estimates are rough: a near tie runs serially, which starts no process)."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the sub-problems of one decomposition run, and why (``info`` entries)."""
+
+    executor: SubmitExecutor
+    kind: Literal["serial", "process_pool", "dask", "given"]
+    workers: int
+    why: str
+
+    def details(self) -> dict[str, Any]:
+        return {"executor": self.kind, "workers": self.workers, "executor_choice": self.why}
+
+
+def _makespan(estimates: Sequence[float], workers: int) -> float:
+    """Longest-processing-time-first schedule of the parts on ``workers`` processes."""
+    loads = [0.0] * workers
+    for t in sorted(estimates, reverse=True):
+        i = loads.index(min(loads))
+        loads[i] += t
+    return max(loads) if loads else 0.0
+
+
+def _estimate(estimates_s: Sequence[float], workers: int) -> tuple[bool, str]:
+    """Whether the pool of ``workers`` pays for the parts (:func:`auto_placement`'s
+    inequality), and the estimate as a sentence."""
+    from ..executors import pool_running
+
+    k = len(estimates_s)
+    serial = float(sum(estimates_s))
+    warm = pool_running(workers)
+    start = 0.0 if warm else POOL_START_S
+    pool = start + _makespan(estimates_s, workers) + SHIP_S * k
+    state = "running" if warm else f"not running: ~{POOL_START_S:g} s to start"
+    est = (
+        f"{k} parts estimated {serial:.3g} s in this process vs {pool:.3g} s on a pool of "
+        f"{workers} processes ({state})"
+    )
+    return pool < PAYOFF * serial, est
+
+
+def auto_placement(estimates_s: Sequence[float]) -> Placement:
+    """The automatic rule (``workers="auto"``): run the parts on the shared pool of
+    ``W = min(cores, parts)`` processes when
+
+        POOL_START_S (0 if that pool is already up) + LPT makespan of the parts on W
+        + SHIP_S * parts  <  PAYOFF * (sum of the parts' estimated seconds),
+
+    else serially in this process. ``estimates_s`` are the decomposer's estimates of
+    each part's solve time in this process (``gpu_cluster``: from the LP's columns after
+    symmetry grouping, :data:`hetopt.kinds.gpu_cluster.decompose.PART_S`)."""
+    from ..executors import process_pool
+    from ..highs import available_cores
+
+    k = len(estimates_s)
+    workers = min(available_cores(), k)
+    if workers < 2:
+        why = f"auto: serial ({k} part{'s' * (k != 1)}, {available_cores()} core available)"
+        return Placement(SerialExecutor(), "serial", 1, why)
+    pays, est = _estimate(estimates_s, workers)
+    if pays:
+        return Placement(process_pool(workers), "process_pool", workers, f"auto: pool; {est}")
+    return Placement(SerialExecutor(), "serial", 1, f"auto: serial; {est}")
+
+
+class _Plan:
+    """The driver's executor: decided by :func:`place` once the parts are known (or at
+    the first submit, for a decomposer that does not call :func:`place`)."""
+
+    def __init__(
+        self,
+        stack: contextlib.ExitStack,
+        workers: int | str | None,
+        scheduler_address: str | None,
+        executor: SubmitExecutor | None,
+    ):
         self._stack = stack
-        self._how = how
-        self._ex: SubmitExecutor | None = None
+        self._workers = workers
+        self._address = scheduler_address
+        self._given = executor
+        self.placement: Placement | None = None
+
+    def place(self, estimates_s: Sequence[float]) -> Placement:
+        if self.placement is not None:
+            return self.placement
+        w = self._workers
+        if self._given is not None:
+            name = type(self._given).__name__
+            p = Placement(self._given, "given", 0, f"the executor given ({name})")
+        elif self._address:
+            ex = self._stack.enter_context(executor_for(scheduler_address=self._address))
+            p = Placement(ex, "dask", 0, f"the Dask scheduler at {self._address}")
+        elif w is None or w == AUTO:
+            p = auto_placement(estimates_s)
+        elif w == 1:
+            p = Placement(SerialExecutor(), "serial", 1, "serial (workers=1)")
+        else:
+            assert isinstance(w, int)
+            why = f"a process pool of {w} (workers={w})"
+            pays, est = _estimate(estimates_s, w) if estimates_s else (True, "")
+            if not pays:  # honoured, but say what it costs
+                why += f"; the automatic rule would run them serially: {est}"
+            ex = self._stack.enter_context(executor_for(workers=w))
+            p = Placement(ex, "process_pool", w, why)
+        log.info("decomposition: %s", p.why)
+        self.placement = p
+        return p
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        if self._ex is None:
-            self._ex = self._stack.enter_context(executor_for(*self._how))
-        return self._ex.submit(fn, *args, **kwargs)
+        return self.place(()).executor.submit(fn, *args, **kwargs)
+
+
+def place(executor: Any, estimates_s: Sequence[float]) -> Placement:
+    """Where a decomposer's parts run: the driver's plan decides (explicit ``executor``
+    or ``workers=W`` honoured, ``"auto"`` by :func:`auto_placement`); an executor a
+    caller handed to a kind's function directly is used as given; ``None`` is serial."""
+    if isinstance(executor, _Plan):
+        return executor.place(estimates_s)
+    if executor is None:
+        return Placement(SerialExecutor(), "serial", 1, "serial (no executor given)")
+    name = type(executor).__name__
+    return Placement(executor, "given", 0, f"the executor given ({name})")
+
+
+def _check_workers(workers: int | str | None) -> None:
+    if workers is None or workers == AUTO:
+        return
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise OptionsError(f"workers must be a positive integer or 'auto', got {workers!r}")
 
 
 @contextlib.contextmanager
 def _executor(
-    workers: int | None, scheduler_address: str | None, executor: SubmitExecutor | None
-) -> Iterator[SubmitExecutor]:
+    workers: int | str | None, scheduler_address: str | None, executor: SubmitExecutor | None
+) -> Iterator[_Plan]:
+    _check_workers(workers)
     with contextlib.ExitStack() as stack:
-        yield _Lazy(stack, workers, scheduler_address, executor)
+        yield _Plan(stack, workers, scheduler_address, executor)
 
 
 # --------------------------------------------------------------------------- exact
@@ -254,8 +409,8 @@ def solve_components(
     subs = [inst if len(groups) == 1 else dec.sub_instance(inst, g) for g in groups]
     t1 = time.perf_counter()
     opts = worker_options(options)
-    with executor_for(executor=executor) as ex:
-        outs = run_all(ex, solve_sub, [(s, name, wire(opts), dict(params)) for s in subs])
+    where = place(executor, estimates(dec, inst, groups))
+    outs = run_all(where.executor, solve_sub, [(s, name, wire(opts), dict(params)) for s in subs])
     t2 = time.perf_counter()
     results = [r for r, _ in outs]
     for r in results:
@@ -281,12 +436,23 @@ def solve_components(
         "combine": rule,
         "parts": parts_info,
         "repair_gain": 0.0,
+        **where.details(),
     }
     timings = sum_timings(parts_info, ("build_s", "transfer_s", "solve_s"))
     timings.update(
         {"split_s": t1 - t0, "parts_wall_s": t2 - t1, "merge_s": time.perf_counter() - t2}
     )
     return finish_merged(kind, inst, name, outcome, timings, session)
+
+
+def estimates(dec: Any, instance: Any, groups: Sequence[np.ndarray]) -> list[float]:
+    """The decomposer's estimate of each group's solve time in seconds (its optional
+    ``estimate_s(instance, groups)``; without one every estimate is 0, so ``"auto"``
+    runs serially)."""
+    hook = getattr(dec, "estimate_s", None)
+    if hook is None:
+        return [0.0] * len(groups)
+    return [float(t) for t in hook(instance, groups)]
 
 
 def _merge(rule: str, results: list[Result]) -> Outcome:
@@ -330,7 +496,7 @@ def solve_decomposed(
     objective: str | None = None,
     options: SolveOptions | None = None,
     partitions: int = 1,
-    workers: int | None = None,
+    workers: int | str | None = AUTO,
     scheduler_address: str | None = None,
     method: str = "stratified",
     executor: SubmitExecutor | None = None,
@@ -357,7 +523,12 @@ def solve_decomposed(
     partitions
         Number of parts ``K`` (``--partitions``).
     workers
-        Run parts on a process pool of this many processes (``--workers``).
+        ``"auto"`` or ``None`` (not given, the default; ``--workers`` omitted): the shared
+        process pool of ``min(cores, parts)`` processes when the decomposer's estimate
+        says it pays for starting and feeding it (:func:`auto_placement`), else serially;
+        an integer ``W >= 2`` (``--workers W``): the pool of ``W`` processes, always;
+        ``1``: serially. The choice is in ``info["executor"]``, ``info["workers"]`` and
+        ``info["executor_choice"]``, and logged (``hetopt.decompose``, INFO).
     scheduler_address
         Run parts on this Dask scheduler (``--scheduler-address``).
     method
@@ -374,7 +545,8 @@ def solve_decomposed(
     -------
     Result
         Verified against the whole instance; ``info`` holds ``partitions``, ``method``,
-        ``parts`` (per-part jobs, status, build/solve/wall seconds) and ``repair_gain``.
+        ``parts`` (per-part jobs, status, build/solve/wall seconds), ``repair_gain`` and
+        where the parts ran (``executor``, ``workers``, ``executor_choice``).
     """
     if partitions < 1:
         raise UsageError(f"partitions must be >= 1, got {partitions}")

@@ -13,6 +13,12 @@
   ``method="pop"`` is POP's baseline (random parts, ``floor(W_t / k)`` GPUs each, no
   repair).
 
+Each part (and the repair LP) is solved over its symmetry groups (:func:`group_problem`:
+identical jobs as one row whose GPUs count once per job; exact, as the kind's own
+``symmetry`` parameter) unless ``symmetry=False`` or ``agnostic=True``. Parts travel to
+workers as :class:`~hetopt.kinds.gpu_cluster.maxmin.MaxMinProblem` (numpy arrays only);
+where they run is :func:`hetopt.decompose.place`'s choice, from :func:`part_seconds`.
+
 The mathematics is in ``models/decomposition.md``.
 """
 
@@ -21,7 +27,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 import pandas as pd
@@ -30,19 +36,21 @@ from ...contract import Detail, Outcome
 from ...decompose import (
     finish_merged,
     not_separable,
+    place,
     session_for,
     sum_timings,
     wire,
     worker_options,
 )
 from ...errors import UsageError
-from ...executors import SubmitExecutor, executor_for, run_all
+from ...executors import SubmitExecutor, run_all
 from ...options import SolveOptions
 from ...result import Result
 from ...status import Status
-from .maxmin import MaxMinProblem, MaxMinSolution, solve_max_min
+from .maxmin import MaxMinProblem, MaxMinSolution, kappa_of
 
 if TYPE_CHECKING:
+    from ...highs import CompiledModel
     from ...pipeline import Session
 
 __all__ = [
@@ -51,11 +59,16 @@ __all__ = [
     "SEPARABLE",
     "GpuClusterDecomposer",
     "Partitioner",
+    "compile_part",
     "components",
     "components_networkx",
+    "group_problem",
     "largest_remainder",
+    "part_seconds",
     "pop_partition",
     "repair_max_min",
+    "row_groups",
+    "solve_part",
     "solve_partitioned",
     "stratified_partition",
 ]
@@ -88,6 +101,57 @@ DETAILS = (
 )
 """The ``info`` entries of a partitioned ``gpu_cluster`` result (beyond
 :data:`hetopt.decompose.DETAILS`)."""
+
+
+PART_S = (0.005, 2.0e-6, 1.5)
+"""``(a, b, c)``: one max-min part costs about ``a + b * columns**c`` seconds in this
+process (matrix from arrays, transfer, HiGHS IPM, read; ``columns`` = (row, type) pairs
+after symmetry grouping). Fit to parts of ~200, 764, 3,061 and 12,240 columns (5-10 ms,
+0.07, 0.30-0.37 and 2.7 s) on the shared 2-core machine, where
+:data:`hetopt.decompose.POOL_START_S` was measured too."""
+
+
+def part_seconds(columns: int) -> float:
+    """Estimated seconds of one part with ``columns`` LP columns (:data:`PART_S`)."""
+    a, b, c = PART_S
+    return a + b * float(columns) ** c
+
+
+def _columns(problem: MaxMinProblem) -> int:
+    return int((problem.allowed & (problem.thr > 0)).sum())
+
+
+def group_problem(problem: MaxMinProblem) -> tuple[MaxMinProblem, np.ndarray | None]:
+    """``problem`` with one row per group of identical jobs (same throughputs, usable
+    types, scale factor, weight and normalisation), and each job's group (``None``: no
+    two jobs alike, ``problem`` itself).
+
+    A row standing for ``m`` jobs gets ``scale * m`` and ``weight * m``: its GPUs count
+    ``m`` times in every capacity row while its value coefficients ``scale / (weight *
+    norm) * thr`` are unchanged, and ``kappa`` (from ``sum scale``) is unchanged. The LP
+    is convex and invariant under permuting identical jobs, so it has an optimum in which
+    a group's jobs have equal shares: the grouped LP has the same optimum ``z``, and giving
+    every job its group's row (``X[group_of]``) is an optimal allocation of the per-job
+    LP (the argument of :func:`~hetopt.kinds.gpu_cluster.formulations.build_grouped`)."""
+    key = np.column_stack(
+        [problem.scale, problem.weight, problem.norm, problem.thr, problem.allowed]
+    ).astype(float)
+    group_of, reps, counts = row_groups(key)
+    if len(reps) == problem.num_jobs:
+        return problem, None
+    mult = counts.astype(float)
+    grouped = MaxMinProblem(
+        thr=problem.thr[reps],
+        scale=problem.scale[reps] * mult,
+        weight=problem.weight[reps] * mult,
+        norm=problem.norm[reps],
+        allowed=problem.allowed[reps],
+        capacity=problem.capacity,
+        jobs=problem.jobs[reps],
+        z_usage=problem.z_usage,
+        z_max=problem.z_max,
+    )
+    return grouped, group_of
 
 
 def _load(instance: Any) -> Any:
@@ -154,11 +218,96 @@ def components_networkx(instance: Any) -> list[np.ndarray]:
 
 
 # --------------------------------------------------------------------------- partitions
+def compile_part(problem: MaxMinProblem) -> tuple[CompiledModel, np.ndarray, np.ndarray, float]:
+    """The matrix HiGHS gets for ``problem``, built from its arrays without Pyomo: the
+    same :class:`~hetopt.highs.CompiledModel` arrays as ``compile_model(build_max_min(
+    problem).model)`` (column ``z`` first, then one per (job, type) pair in job-major
+    order; rows ``c_time``, ``c_capacity``, ``c_fair``; ``tests/kinds/gpu_cluster/
+    test_decompose_parts.py`` checks they are equal). Returns the model, the pairs' jobs
+    and types and ``kappa``."""
+    import scipy.sparse as sp
+
+    from ...highs import INF as HINF
+    from ...highs import CompiledModel
+
+    n, T = problem.thr.shape
+    job, typ = np.nonzero(problem.allowed & (problem.thr > 0))
+    K = len(job)
+    kappa = kappa_of(problem)
+    x = 1 + np.arange(K)  # column of pair k (z is column 0)
+    row_scale = problem.scale / (problem.weight * problem.norm)
+    coef = row_scale[job] * problem.thr[job, typ] * kappa
+    rows = [job, n + typ, n + T + job, n + T + np.arange(n)]
+    cols = [x, x, x, np.zeros(n, dtype=np.int64)]
+    vals = [np.ones(K), problem.scale[job], coef, -np.ones(n)]
+    if problem.z_usage is not None:
+        rows.append(n + np.arange(T))
+        cols.append(np.zeros(T, dtype=np.int64))
+        vals.append(problem.z_usage / kappa)
+    m = 2 * n + T
+    A = sp.csc_array(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(m, K + 1)
+    )
+    A.sum_duplicates()
+    A.eliminate_zeros()
+    A.sort_indices()
+    z_upper = HINF if problem.z_max is None else problem.z_max * kappa
+    c = np.zeros(K + 1)
+    c[0] = 1.0
+    compiled = CompiledModel(
+        model=cast(Any, None),
+        columns=[None] * (K + 1),
+        rows=[None] * m,
+        A=A,
+        c=c,
+        offset=0.0,
+        maximize=True,
+        col_lower=np.zeros(K + 1),
+        col_upper=np.concatenate([[z_upper], np.ones(K)]),
+        row_lower=np.concatenate([np.full(n + T, -HINF), np.zeros(n)]),
+        row_upper=np.concatenate([np.ones(n), problem.capacity.astype(float), np.full(n, HINF)]),
+        integrality=np.zeros(K + 1, dtype=np.int32),
+    )
+    return compiled, job, typ, kappa
+
+
+def solve_part(problem: MaxMinProblem, options: SolveOptions | None = None) -> MaxMinSolution:
+    """:func:`~hetopt.kinds.gpu_cluster.maxmin.solve_max_min` of one part, with its
+    matrix built from the arrays (:func:`compile_part`): the same LP passed to HiGHS with
+    the same options, without building and compiling a Pyomo model (10-30 ms a part)."""
+    from ...contract import Built
+    from ...highs import HighsModel
+    from ...pipeline import Session
+    from . import KIND
+    from .maxmin import LP_METHOD
+
+    session = Session(KIND, options or SolveOptions(threads=1))
+    n, T = problem.thr.shape
+    with session.timer("build_s"):
+        compiled, job, typ, kappa = compile_part(problem)
+    with session.timer("transfer_s"):
+        hm = HighsModel(compiled)
+    live = session.adopt(Built(cast(Any, None)), hm)
+    raw = live.solve(session.options, LP_METHOD).raw
+    timings = {k: session.timings[k] for k in ("build_s", "transfer_s", "solve_s")}
+    if not raw.status.has_solution or raw.x is None:
+        return MaxMinSolution(
+            np.zeros((n, T)), 0.0, raw.status, raw.termination, timings, session.report()
+        )
+    t0 = time.perf_counter()
+    X = np.zeros((n, T))
+    X[job, typ] = np.clip(raw.x[1:], 0.0, 1.0)
+    X[X < 1e-10] = 0.0
+    z = float(raw.x[0]) / kappa
+    timings["load_s"] = time.perf_counter() - t0
+    return MaxMinSolution(X, z, raw.status, raw.termination, timings, session.report())
+
+
 def _solve_part(payload: tuple[MaxMinProblem, dict[str, Any]]) -> tuple[MaxMinSolution, float]:
     """Worker entry point: one max-min part with the explicit normalisation."""
     problem, options = payload
     t0 = time.perf_counter()
-    sol = solve_max_min(problem, SolveOptions.from_dict(options))
+    sol = solve_part(problem, SolveOptions.from_dict(options))
     return sol, time.perf_counter() - t0
 
 
@@ -199,15 +348,40 @@ def largest_remainder(total: float, weights: np.ndarray) -> np.ndarray:
 
 
 def _strata(arr: Any, job_types: Sequence[str | None] | None) -> np.ndarray:
-    """Stratum label per job: (job type or throughput row, scale factor, weight)."""
-    keys: dict[tuple[Any, ...], int] = {}
-    out = np.empty(arr.num_jobs, dtype=np.int64)
-    for i in range(arr.num_jobs):
-        jt = job_types[i] if job_types is not None else None
-        ident: Any = jt if jt is not None else tuple(np.round(arr.thr[i], 9))
-        key = (ident, float(arr.scale[i]), float(arr.weight[i]))
-        out[i] = keys.setdefault(key, len(keys))
-    return out
+    """Stratum label per job: (job type or throughput row, scale factor, weight), labels
+    numbered by first occurrence."""
+    n = arr.num_jobs
+    code = np.full(n, -1.0)
+    if job_types is not None:  # codes by first occurrence, None -> -1
+        code = pd.factorize(np.asarray(job_types, dtype=object))[0].astype(float)
+    typed = code >= 0
+    # a typed job is identified by its type, an untyped one by its rounded throughputs
+    ident = np.where(typed[:, None], 0.0, np.round(arr.thr, 9))
+    key = np.column_stack([code, ident, arr.scale, arr.weight])
+    return row_groups(key)[0]
+
+
+def row_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Groups of equal rows of ``key``: ``(group of each row, first row of each group,
+    rows per group)``, groups numbered by first occurrence (as ``np.unique(key, axis=0)``
+    grouped, without its slow sort of row bytes: one ``lexsort`` of the columns)."""
+    n = len(key)
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    order = np.lexsort(key.T[::-1])
+    ks = key[order]
+    new = np.ones(n, dtype=bool)
+    new[1:] = (ks[1:] != ks[:-1]).any(axis=1)
+    sorted_id = np.cumsum(new) - 1
+    first = order[new]  # lexsort is stable: the first row of each group
+    rank = np.empty(len(first), dtype=np.int64)
+    by_first = np.argsort(first, kind="stable")
+    rank[by_first] = np.arange(len(first))
+    group = np.empty(n, dtype=np.int64)
+    group[order] = rank[sorted_id]
+    counts = np.bincount(group, minlength=len(first))
+    return group, first[by_first].astype(np.int64), counts.astype(np.int64)
 
 
 def stratified_partition(
@@ -241,8 +415,10 @@ def _repair_round(
     thr_alloc: np.ndarray,
     fraction: float,
     options: SolveOptions | None,
+    symmetry: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, MaxMinSolution, float | None]:
-    """One repair LP over the bottleneck set of size ``ceil(fraction * n)``."""
+    """One repair LP over the bottleneck set of size ``ceil(fraction * n)`` (over its
+    symmetry groups with ``symmetry``: :func:`group_problem`)."""
     n, T = X.shape
     nb = min(n, max(1, math.ceil(fraction * n)))
     # bottleneck: the lowest values, and the jobs that cannot grow by rescaling
@@ -266,7 +442,13 @@ def _repair_round(
         z_usage=usage.sum(axis=0),
         z_max=z_max,
     )
-    return B, R, solve_max_min(problem, options or SolveOptions(threads=1)), z_max
+    group_of = None
+    if symmetry:
+        problem, group_of = group_problem(problem)
+    sol = solve_part(problem, options or SolveOptions(threads=1))
+    if group_of is not None:
+        sol.X = sol.X[group_of]
+    return B, R, sol, z_max
 
 
 def repair_max_min(
@@ -278,6 +460,7 @@ def repair_max_min(
     options: SolveOptions | None = None,
     max_fraction: float = 0.4,
     session: Session | None = None,
+    symmetry: bool = False,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Raise the minimum of a merged max-min allocation with a small LP.
 
@@ -294,7 +477,8 @@ def repair_max_min(
     capacities allow (one scalar, no LP).
 
     Returns the repaired allocation and facts (``repair_jobs``, ``repair_s``, levels).
-    The repair LPs' HiGHS runs are added to ``session``'s report when one is given.
+    The repair LPs' HiGHS runs are added to ``session``'s report when one is given;
+    with ``symmetry`` each is solved over its symmetry groups (:func:`group_problem`).
     """
     t0 = time.perf_counter()
     # values in the allocating view (the agnostic view for the baseline)
@@ -307,7 +491,9 @@ def repair_max_min(
     best_B = best_R = np.zeros(0, dtype=np.int64)
     frac = fraction
     while True:
-        B, R, sol, z_max = _repair_round(arr, X, v, headroom, norm, thr_alloc, frac, options)
+        B, R, sol, z_max = _repair_round(
+            arr, X, v, headroom, norm, thr_alloc, frac, options, symmetry
+        )
         facts["repair_rounds"] += 1
         if session is not None:
             session.record_solves(sol.report, "repair.")
@@ -375,6 +561,7 @@ def solve_partitioned(
     repair: bool | None = None,
     repair_fraction: float = 0.05,
     agnostic: bool = False,
+    symmetry: bool = True,
 ) -> Result:
     """Approximate decomposition of a ``gpu_cluster`` max-min fairness instance.
 
@@ -392,7 +579,8 @@ def solve_partitioned(
     options
         Solve options (each part runs with ``threads=1``).
     executor
-        Where parts run (default: serially in this thread).
+        Where parts run (default: serially in this thread; the generic driver passes its
+        plan, decided by :func:`hetopt.decompose.place` from :func:`part_seconds`).
     seed
         Seed of the random part assignment.
     repair
@@ -403,6 +591,10 @@ def solve_partitioned(
     agnostic
         Allocate with the heterogeneity-agnostic throughputs (the reported objective is
         still the true one).
+    symmetry
+        Solve each part and the repair LP over its symmetry groups (:func:`group_problem`;
+        the kind's ``symmetry`` parameter; never with ``agnostic``, whose true value
+        depends on which of the agnostic optima is returned).
 
     Returns
     -------
@@ -456,21 +648,24 @@ def solve_partitioned(
         for q, p in enumerate(parts)
         if len(p)
     ]
+    grouping = symmetry and not agnostic
+    shipped = [group_problem(pb) if grouping else (pb, None) for pb in problems]
     t1 = time.perf_counter()
     opts = worker_options(options)
-    with executor_for(executor=executor) as ex:
-        outs = run_all(ex, _solve_part, [(pb, wire(opts)) for pb in problems])
+    where = place(executor, [part_seconds(_columns(g)) for g, _ in shipped])
+    outs = run_all(where.executor, _solve_part, [(g, wire(opts)) for g, _ in shipped])
     t2 = time.perf_counter()
     X = np.zeros((arr.num_jobs, len(arr.types)))
     parts_info = []
     statuses = []
-    for pb, (sol, wall) in zip(problems, outs, strict=True):
-        X[pb.jobs] = sol.X
+    for pb, (g, group_of), (sol, wall) in zip(problems, shipped, outs, strict=True):
+        X[pb.jobs] = sol.X if group_of is None else sol.X[group_of]
         statuses.append(sol.status)
         session.record_solves(sol.report, "part.")
         parts_info.append(
             {
                 "jobs": pb.num_jobs,
+                "symmetry_groups": g.num_jobs,
                 "gpus": {t: float(c) for t, c in zip(arr.types, pb.capacity, strict=True)},
                 "status": sol.status.value,
                 "objective_value": sol.z,
@@ -478,6 +673,7 @@ def solve_partitioned(
                 **sol.timings,
             }
         )
+    placed = where.details()
     timings = sum_timings(parts_info, _PHASES)
     timings.update({"split_s": t1 - t0, "parts_wall_s": t2 - t1})
     if any(not s.has_solution for s in statuses):
@@ -485,7 +681,12 @@ def solve_partitioned(
         failed = Outcome(
             status=bad,
             termination=f"a part ended {bad.value}",
-            details={"partitions": partitions, "method": method_name, "parts": parts_info},
+            details={
+                "partitions": partitions,
+                "method": method_name,
+                "parts": parts_info,
+                **placed,
+            },
         )
         return finish_merged(KIND, inst, "max_min_fairness", failed, timings, session)
 
@@ -495,7 +696,7 @@ def solve_partitioned(
     repair_facts: dict[str, Any] = {}
     if do_repair:
         X, repair_facts = repair_max_min(
-            arr, X, norm, thr_alloc, repair_fraction, opts, session=session
+            arr, X, norm, thr_alloc, repair_fraction, opts, session=session, symmetry=grouping
         )
     t3 = time.perf_counter()
 
@@ -517,7 +718,9 @@ def solve_partitioned(
         "parts": parts_info,
         "merged_objective": before,
         "repair_gain": (value - before) if do_repair else 0.0,
+        "symmetry_groups": int(sum(g.num_jobs for g, _ in shipped)),
         **repair_facts,
+        **placed,
     }
     timings.update(
         {
@@ -535,8 +738,8 @@ def _allocation_tables(arr: Any, X: np.ndarray) -> dict[str, pd.DataFrame]:
     job, typ = np.nonzero(arr.thr > 0)
     allocation = pd.DataFrame(
         {
-            "job": [arr.job_ids[i] for i in job],
-            "worker_type": [arr.types[t] for t in typ],
+            "job": np.asarray(arr.job_ids, dtype=object)[job],
+            "worker_type": np.asarray(arr.types, dtype=object)[typ],
             "fraction": X[job, typ],
         }
     )
@@ -567,6 +770,16 @@ class GpuClusterDecomposer:
     def sub_instance(self, instance: Any, jobs: np.ndarray) -> Any:
         return sub_instance(instance, jobs)
 
+    def estimate_s(self, instance: Any, groups: Sequence[np.ndarray]) -> list[float]:
+        """Estimated seconds of the kind's solve of each group of jobs (a component's
+        LP over its symmetry groups: :func:`part_seconds` of its columns)."""
+        from .formulations import job_groups
+
+        arr = instance.arrays
+        group_of, reps, _ = job_groups(arr, False)
+        cols = arr.allowed[reps].sum(axis=1)
+        return [part_seconds(int(cols[np.unique(group_of[g])].sum())) for g in groups]
+
     def partitioned(
         self,
         instance: Any,
@@ -590,9 +803,16 @@ class GpuClusterDecomposer:
                 f"splitting one component into parts is implemented for max_min_fairness, "
                 f"not {objective!r}; use partitions=1 (exact components)"
             )
-        agnostic = KIND.parse_params(params).agnostic
+        parsed = KIND.parse_params(params)
         return solve_partitioned(
-            instance, partitions, method, options, executor, seed=seed, agnostic=agnostic
+            instance,
+            partitions,
+            method,
+            options,
+            executor,
+            seed=seed,
+            agnostic=parsed.agnostic,
+            symmetry=parsed.symmetry,
         )
 
 

@@ -28,6 +28,7 @@ import pandas as pd
 from ...contract import Outcome
 from ...decompose import (
     finish_merged,
+    place,
     session_for,
     solve_sub,
     sum_timings,
@@ -35,12 +36,24 @@ from ...decompose import (
     worker_options,
 )
 from ...errors import UsageError
-from ...executors import SubmitExecutor, executor_for, run_all
+from ...executors import SubmitExecutor, run_all
 from ...options import SolveOptions
 from ...result import Result
 from ...status import Status
 
 REL_TOL = 1e-9
+
+PART_S = (0.05, 1.0e-3)
+"""``(a, b)``: one part's MILP costs about ``a + b * jobs * servers`` seconds (its
+placement binaries; ~0.6 s for 64 jobs on 8 servers, the ``128x16/k2`` benchmark's
+parts). A MILP's time varies far more than an LP's: this only keeps ``workers="auto"``
+from starting processes for parts that finish in well under a second."""
+
+
+def part_seconds(jobs: int, servers: int) -> float:
+    """Estimated seconds of one part's MILP (:data:`PART_S`)."""
+    a, b = PART_S
+    return a + b * jobs * servers
 
 
 def _deal(keys: list[Any], k: int, rng: np.random.Generator) -> list[np.ndarray]:
@@ -142,10 +155,12 @@ def solve_partitioned_multi_resource(
     subs = split(instance, partitions, seed)
     t1 = time.perf_counter()
     opts = worker_options(options)
-    with executor_for(executor=executor) as ex:
-        outs = run_all(
-            ex, solve_sub, [(s, "max_total_throughput", wire(opts), dict(params)) for s in subs]
-        )
+    where = place(executor, [part_seconds(len(s.jobs), len(s.servers)) for s in subs])
+    outs = run_all(
+        where.executor,
+        solve_sub,
+        [(s, "max_total_throughput", wire(opts), dict(params)) for s in subs],
+    )
     t2 = time.perf_counter()
     results = [r for r, _ in outs]
     for r in results:
@@ -163,7 +178,12 @@ def solve_partitioned_multi_resource(
         for s, (r, w) in zip(subs, outs, strict=True)
     ]
     bad = [r for r in results if not r.status.has_solution]
-    info = {"decomposition": "partitions", "method": "stratified", "partitions": partitions}
+    info = {
+        "decomposition": "partitions",
+        "method": "stratified",
+        "partitions": partitions,
+        **where.details(),
+    }
     timings = sum_timings(parts, ("build_s", "solve_s"))
     timings.update({"split_s": t1 - t0, "parts_wall_s": t2 - t1})
     if bad:
