@@ -594,9 +594,41 @@ class HighsModel:
             run_status = _run(h)
             ms = h.getModelStatus()
             _set(h, "presolve", presolve)
+        retried = ""
+        if self.compiled.is_mip and _inconsistent_mip_answer(h, ms):
+            # HiGHS 1.16 can end "Optimal" with a point whose objective is not the one it
+            # reports (seen after setSolution with presolve on: the start's point, a lower
+            # "optimum"). Solve the same MILP again from scratch (no start), then
+            # without presolve; say so, never pass the answer on silently.
+            got = h.getOptionValue("presolve")
+            presolve = got[1] if isinstance(got, tuple) else got
+            for how, setting in (("without the start", presolve), ("without presolve", "off")):
+                _set(h, "presolve", setting)
+                h.clearSolver()
+                run_status = _run(h)
+                ms = h.getModelStatus()
+                retried = how
+                if not _inconsistent_mip_answer(h, ms):
+                    break
+            _set(h, "presolve", presolve)
+            log.warning(
+                "HiGHS's MILP answer did not match its own objective (c.x differs from the "
+                "reported value); solved again from scratch %s",
+                retried,
+            )
         solve_s = time.perf_counter() - t0
         self._solved_once = True
-        return self._collect(ms, run_status, solve_s)
+        raw = self._collect(ms, run_status, solve_s)
+        if retried:
+            raw.info["inconsistent_answer_resolved"] = retried
+            if _inconsistent_mip_answer(h, ms):
+                raw.status = Status.ERROR if raw.status.has_solution else raw.status
+                raw.termination += " (HiGHS's objective does not match its point)"
+            else:
+                raw.termination += (
+                    f" (solved again {retried}: HiGHS's first answer was inconsistent)"
+                )
+        return raw
 
     def _collect(self, ms: Any, run_status: Any, solve_s: float) -> RawSolution:
         h = self._h
@@ -674,6 +706,22 @@ class HighsModel:
     def write(self, path: str) -> None:
         """Write the model as HiGHS sees it (``.lp`` or ``.mps`` by extension)."""
         self._h.writeModel(str(path))
+
+
+def _inconsistent_mip_answer(h: Any, ms: Any) -> bool:
+    """True when HiGHS reports a MIP solution whose recomputed objective ``c x + offset``
+    differs from the objective HiGHS reports (beyond 1e-6 relative)."""
+    info = h.getInfo()
+    if int(info.primal_solution_status) != 2 or ms not in (_MS.kOptimal, *_LIMIT_STATUSES):
+        return False
+    lp = h.getLp()
+    x = np.asarray(h.getSolution().col_value, dtype=float)
+    cost = np.asarray(lp.col_cost_, dtype=float)
+    if len(x) != len(cost):
+        return False
+    value = float(cost @ x) + float(lp.offset_)
+    reported = float(info.objective_function_value)
+    return abs(value - reported) > 1e-6 * max(1.0, abs(value), abs(reported))
 
 
 def _run(h: Any) -> Any:

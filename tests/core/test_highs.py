@@ -8,6 +8,7 @@ import numpy as np
 import pyomo.environ as pyo
 import pytest
 
+import hetopt
 from hetopt import OptionsError, SolveOptions, Status
 from hetopt.highs import HighsModel, compile_model, solve_pyomo
 from hetopt.pyomo_ext import LinearRows
@@ -178,3 +179,95 @@ def test_options_do_not_leak_between_solves() -> None:
 
     assert opt("mip_abs_gap") != 5.0
     assert opt("time_limit") == float("inf")
+
+
+# ------------------------------------ HiGHS answers that contradict themselves (MIP start)
+# Found by the multi_resource min_cost property test (brute force: 3.0): HiGHS 1.16 with
+# this greedy MIP start and presolve on ends "Optimal" at 2.0 with the start's point
+# (cost 5.0), and hetopt reported 5.0 as optimal. The answer is now re-solved and said so.
+INCONSISTENT_START = {
+    "kind": "multi_resource",
+    "servers": [
+        {
+            "id": "s0",
+            "gpus": 3,
+            "cpus": 17.0,
+            "mem_gb": 375.0,
+            "cost_per_hour": 3.0,
+            "labels": {"rack": "r0"},
+        },
+        {
+            "id": "s1",
+            "gpus": 3,
+            "cpus": 18.0,
+            "mem_gb": 187.5,
+            "cost_per_hour": 2.0,
+            "labels": {"rack": "r0"},
+        },
+        {
+            "id": "s2",
+            "gpus": 2,
+            "cpus": 2.0,
+            "mem_gb": 200.0,
+            "cost_per_hour": 5.0,
+            "labels": {"rack": "r1"},
+        },
+    ],
+    "jobs": [
+        {
+            "id": "j0",
+            "gpus": 1,
+            "profile": [{"cpus_per_gpu": 4.0, "mem_gb_per_gpu": 125.0, "throughput": 0.51}],
+            "tags": ["a"],
+        },
+        {
+            "id": "j1",
+            "gpus": 1,
+            "profile": [
+                {"cpus_per_gpu": 2.0, "mem_gb_per_gpu": 20.0, "throughput": 0.34},
+                {"cpus_per_gpu": 4.0, "mem_gb_per_gpu": 62.5, "throughput": 0.21},
+            ],
+            "tags": ["a"],
+        },
+        {
+            "id": "j2",
+            "gpus": 1,
+            "profile": [
+                {"cpus_per_gpu": 6.0, "mem_gb_per_gpu": 62.5, "throughput": 0.78},
+                {"cpus_per_gpu": 1.0, "mem_gb_per_gpu": 125.0, "throughput": 1.0},
+            ],
+            "tags": ["a"],
+        },
+    ],
+    "placement_rules": [
+        {"rule": "max_per_group", "tag": "b", "scope": "server", "max_per_group": 2}
+    ],
+}
+
+
+def test_an_inconsistent_mip_answer_is_solved_again_and_said(caplog) -> None:
+    with caplog.at_level("WARNING", logger="hetopt.highs"):
+        r = hetopt.solve(INCONSISTENT_START, "min_cost")
+    assert r.status == hetopt.Status.OPTIMAL and r.verification.ok
+    assert r.objective_value == pytest.approx(3.0)  # brute force over the 3 servers
+    if "solved again" in r.termination:  # only where this HiGHS build needs it
+        assert "did not match its own objective" in caplog.text
+    no_start = hetopt.solve(INCONSISTENT_START, "min_cost", warm_start=False)
+    assert no_start.objective_value == pytest.approx(3.0)
+
+
+def test_the_consistency_check_compares_cx_with_the_reported_objective() -> None:
+    from types import SimpleNamespace as NS
+
+    from hetopt.highs import _MS, _inconsistent_mip_answer
+
+    def fake(reported: float, x: list[float], feasible: int = 2) -> NS:
+        info = NS(primal_solution_status=feasible, objective_function_value=reported)
+        lp = NS(col_cost_=[1.0, 2.0], offset_=0.5)
+        return NS(getInfo=lambda: info, getLp=lambda: lp, getSolution=lambda: NS(col_value=x))
+
+    assert not _inconsistent_mip_answer(fake(5.5, [1.0, 2.0]), _MS.kOptimal)  # 1 + 4 + 0.5
+    assert not _inconsistent_mip_answer(fake(5.5 + 1e-9, [1.0, 2.0]), _MS.kOptimal)
+    assert _inconsistent_mip_answer(fake(2.0, [1.0, 2.0]), _MS.kOptimal)
+    assert not _inconsistent_mip_answer(fake(2.0, [1.0, 2.0], feasible=0), _MS.kOptimal)
+    assert not _inconsistent_mip_answer(fake(2.0, [1.0, 2.0]), _MS.kInfeasible)
