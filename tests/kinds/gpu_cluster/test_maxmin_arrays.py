@@ -147,16 +147,19 @@ def test_sub_problem_lps() -> None:
     _same(replace(lp, extra_rows=(extra,)))
 
 
+@pytest.mark.parametrize("lp_method", ["ipm", "simplex"])
 @pytest.mark.parametrize("objective", ["max_min_fairness", "makespan"])
 @pytest.mark.parametrize("params", [{}, {"symmetry": False}, {"agnostic": True}])
 def test_solve_from_arrays_equals_pyomo_path(
-    monkeypatch: pytest.MonkeyPatch, objective: str, params: dict[str, Any]
+    monkeypatch: pytest.MonkeyPatch, objective: str, params: dict[str, Any], lp_method: str
 ) -> None:
-    """The same result as solving the Pyomo model (the array path switched off)."""
+    """The same result as solving the Pyomo model (the array path switched off), with
+    the same LP algorithm (the array path picks one by size when it is ``auto``; the
+    Pyomo path is only the space-sharing methods' in production)."""
     from hetopt.kinds.gpu_cluster import methods
 
     inst = generate(80, "k80=7,p100=7,v100=7", seed=7)
-    opts = SolveOptions(threads=1)
+    opts = SolveOptions(threads=1, lp_method=lp_method)
     fast = hetopt.solve(inst, objective, opts, **params)
     monkeypatch.setattr(methods.OneLP, "solve_arrays", lambda *a, **k: None)
     slow = hetopt.solve(inst, objective, opts, **params)
@@ -314,3 +317,34 @@ def test_solve_max_min_from_arrays() -> None:
         assert view.raw.x is not None and sol.status == view.status == Status.OPTIMAL
         assert np.array_equal(sol.X, M._read(live, view.raw.x, n, T))
         assert sol.z == view.value(built.model.z) / built.layout.scale
+
+
+@pytest.mark.parametrize(
+    ("objective", "params", "expected"),
+    [
+        ("max_min_fairness", {}, "simplex"),  # 80 Gavel jobs in a few symmetry groups
+        ("max_min_fairness", {"agnostic": True}, "ipm"),  # never chosen for agnostic
+        ("makespan", {}, "simplex"),
+        ("makespan", {"agnostic": True}, "ipm"),
+    ],
+)
+def test_the_lp_algorithm_is_chosen_by_size_and_reported(
+    objective: str, params: dict[str, Any], expected: str
+) -> None:
+    inst = generate(80, "k80=7,p100=7,v100=7", seed=7)
+    auto = hetopt.solve(inst, objective, SolveOptions(threads=1), **params)
+    assert auto.info["lp_method"] == expected
+    other = "ipm" if expected == "simplex" else "simplex"
+    forced = hetopt.solve(inst, objective, SolveOptions(threads=1, lp_method=other), **params)
+    assert forced.info["lp_method"] == other
+    if not params:  # the same optimum either way
+        assert auto.objective_value == pytest.approx(forced.objective_value, rel=1e-9)
+
+
+def test_large_max_min_lps_stay_on_interior_point() -> None:
+    from hetopt.kinds.gpu_cluster.methods import MaxMinFairness
+
+    inst = generate(300, "k80=30,p100=30,v100=30", seed=3)
+    res = hetopt.solve(inst, "max_min_fairness", SolveOptions(threads=1), symmetry=False)
+    assert inst.arrays.num_jobs > MaxMinFairness.simplex_max_rows
+    assert res.info["lp_method"] == "ipm"
