@@ -35,6 +35,8 @@ from ...errors import InstanceError, UsageError
 from ...options import SolveOptions
 from ...pyomo_ext import LinearRows
 from .data import GpuClusterInstance
+from .inputs import ELASTIC_OBJECTIVES as OBJECTIVES
+from .inputs import RECLAIM_PARAMS
 
 if TYPE_CHECKING:
     from . import GpuClusterParams
@@ -44,11 +46,7 @@ HOUR_S = 3600.0
 """Seconds per hour: ``max_progress`` reports remaining work finished per hour (O(1) for
 jobs of hours, where per second would sit near HiGHS's tolerances)."""
 
-MAX_PROGRESS = "max_progress"
-RECLAIM = "reclaim"
-OBJECTIVES = (MAX_PROGRESS, RECLAIM)
-RECLAIM_PARAMS = ("servers", "server_type", "shrink_cost")
-"""Parameters only ``reclaim`` reads."""
+MAX_PROGRESS, RECLAIM = OBJECTIVES
 
 KEEP, SHRINK, PREEMPT = "keep", "shrink", "preempt"
 

@@ -27,17 +27,33 @@ MAX_MIN_OBJECTIVES = ("max_min_fairness", "max_min_fairness_water_filling")
 STEPS_OBJECTIVES = ("makespan", "finish_time_fairness")
 """Objectives that need every job's ``steps_remaining``."""
 
+ELASTIC_OBJECTIVES = ("max_progress", "reclaim")
+"""Lyra's objectives (:mod:`.elastic`): whole GPUs, elastic jobs, loaned servers."""
+
+RECLAIM_PARAMS = ("servers", "server_type", "shrink_cost")
+"""Parameters only ``reclaim`` reads."""
+
+
+def require_steps(inst: GpuClusterInstance, objective: str = "makespan") -> None:
+    """Every job needs ``steps_remaining`` for ``objective``."""
+    for i, job in enumerate(inst.jobs):
+        if job.steps_remaining is None:
+            raise InstanceError(
+                f"required for the {objective} objective (steps the job still has to run)",
+                f"jobs[{i}].steps_remaining",
+            )
+
 
 def check(instance: GpuClusterInstance, objective: str) -> None:
     """Raise :class:`~hetopt.InstanceError` when ``instance`` lacks what ``objective``
     needs: ``steps_remaining`` on every job (makespan, finish-time fairness); a positive
     ``cost_per_hour`` for every usable type and ``steps_remaining`` on every job with a
     ``deadline_s`` (min_cost); weights within :data:`MAX_WEIGHT_RATIO` (max-min)."""
-    from . import policies as P
-
     if objective in STEPS_OBJECTIVES:
-        P.require_steps(instance, objective)
+        require_steps(instance, objective)
     elif objective == "min_cost":
+        from . import policies as P
+
         P._costs(instance)
         P.slo_need(instance)
     elif objective in MAX_MIN_OBJECTIVES:
@@ -48,10 +64,13 @@ def check_weight_ratio(instance: GpuClusterInstance, objective: str) -> None:
     """Weights (entity weights split over their jobs for water-filling) within
     :data:`MAX_WEIGHT_RATIO` of each other; the error names the outlier's field (the
     extreme weight farther from the others' median)."""
-    from . import policies as P
-
     water = objective == "max_min_fairness_water_filling"
-    w = P.entity_weights(instance) if water else instance.arrays.weight
+    if water:
+        from . import policies as P
+
+        w = P.entity_weights(instance)
+    else:
+        w = instance.arrays.weight
     lo, hi = int(np.argmin(w)), int(np.argmax(w))
     ratio = float(w[hi] / w[lo])
     if ratio <= MAX_WEIGHT_RATIO:
