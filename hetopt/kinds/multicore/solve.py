@@ -11,14 +11,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import Field
 
 from ...contract import (
     BuildMethodBase,
     Built,
     Method,
     Outcome,
-    Params,
     RunMethodBase,
     SolveView,
 )
@@ -29,6 +27,7 @@ from .._shared.export import export_objective_of, rescale_objective
 from . import formulations as F
 from .data import MulticoreArrays, MulticoreInstance
 from .heuristics import Schedule, best_list_schedule, best_weighted_schedule, left_shift
+from .params import MulticoreParams
 
 if TYPE_CHECKING:
     from ...highs import CompiledModel
@@ -37,29 +36,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _INT_TOL = 1e-6
-
-
-class MulticoreParams(Params):
-    """Solve parameters of the ``multicore`` kind."""
-
-    formulation: Literal["auto", "assignment", "disjunctive", "time_indexed"] = Field(
-        "auto",
-        description="the model; auto: assignment for independent tasks, time_indexed for "
-        "short whole-number DAGs, else disjunctive",
-    )
-    relaxation: bool = Field(
-        False,
-        description="solve the LP relaxation only: a fast bound, list schedule as incumbent",
-    )
-    warm_start: bool = Field(True, description="start HiGHS from a list schedule")
-    symmetry: bool = Field(True, description="order the busy time of interchangeable cores")
-    pareto_points: int = Field(25, ge=2, description="most points of the Pareto front")
-    deadline_s: float | None = Field(
-        None, description="every task ends by then (overrides the instance's deadline_s)"
-    )
-    energy_budget_j: float | None = Field(
-        None, description="energy at most this (overrides the instance's energy_budget_j)"
-    )
 
 
 # ------------------------------------------------------------------------------- plan
