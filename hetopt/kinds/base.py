@@ -100,20 +100,23 @@ class LazyMethod:
 class LazyAttribute:
     """A class attribute imported on first access: ``decomposer =
     LazyAttribute("pkg.mod:DECOMPOSER")`` reads as that object, from the class and from
-    its instances, once the module is imported."""
+    its instances, once the module is imported (``build=True``: the attribute called
+    with no arguments, e.g. a class instantiated once)."""
 
-    __slots__ = ("_value", "target")
+    __slots__ = ("_build", "_value", "target")
 
     _MISSING: ClassVar[object] = object()
 
-    def __init__(self, target: str):
+    def __init__(self, target: str, build: bool = False):
         self.target = target
+        self._build = build
         self._value: Any = LazyAttribute._MISSING
 
     def __get__(self, obj: Any, owner: Any = None) -> Any:
         if self._value is LazyAttribute._MISSING:
             module, _, attr = self.target.partition(":")
-            self._value = getattr(importlib.import_module(module), attr)
+            value = getattr(importlib.import_module(module), attr)
+            self._value = value() if self._build else value
         return self._value
 
 
