@@ -21,6 +21,7 @@ from ..base import Kind, LazyMethod, Objective
 from .data import Core, MulticoreArrays, MulticoreInstance, Task, Window, with_limits
 from .fjsp import fjsp_to_multicore
 from .generate import FAMILIES, generate
+from .goals import check_formulation
 from .heuristics import list_schedule
 from .params import MulticoreParams
 from .plotting import plot_gantt, plot_pareto
@@ -134,6 +135,9 @@ DETAILS = (
 )
 
 _SOLVE = "hetopt.kinds.multicore.solve"
+REFUSED = {("pareto", True): "relaxation is not offered for the pareto objective"}
+"""(objective, ``relaxation``) -> why that combination is not offered (``hetopt export``
+still writes the model; a solve raises a :class:`~hetopt.UsageError`)."""
 _PARETO = LazyMethod("hetopt.kinds.multicore.pareto:Pareto")
 
 
@@ -151,7 +155,7 @@ METHODS: Mapping[tuple[str, bool], LazyMethod] = {
     ("makespan", True): LazyMethod(f"{_SOLVE}:Relaxation", "makespan"),
     ("energy", True): LazyMethod(f"{_SOLVE}:Relaxation", "energy"),
     ("weighted_completion", True): LazyMethod(f"{_SOLVE}:Relaxation", "weighted_completion"),
-    ("pareto", True): _PARETO.then(_refused, "relaxation is not offered for the pareto objective"),
+    ("pareto", True): _PARETO.then(_refused, REFUSED["pareto", True]),
 }
 """(objective, ``relaxation``) -> method."""
 
@@ -204,11 +208,10 @@ class MulticoreKind(Kind):
         ``weighted_completion`` sums over jobs: either every task names its ``job`` or
         none does (then each task is a job of its own); a mix is most likely a forgotten
         ``job`` field, which would count that task as a separate job of weight 1."""
-        from .solve import Refused, check_formulation
-
-        method = self.method_for(objective, instance, params)
-        if isinstance(method, Refused):
-            raise UsageError(method.reason)
+        self.choose_method(objective, instance, params)
+        refused = REFUSED.get((objective, params.relaxation))
+        if refused is not None:
+            raise UsageError(refused)
         check_formulation(instance.arrays, params.formulation, objective)
         if objective != "weighted_completion":
             return
