@@ -209,7 +209,7 @@ class Kind:
     objectives: tuple[Objective, ...] = ()
     instance_model: type[InstanceBase] = InstanceBase
     params_model: ClassVar[type[Params]] = NoParams
-    methods: ClassVar[MethodTable] = MethodTable({})
+    methods: ClassVar[Mapping[str, MethodEntry]] = MethodTable({})
     tables: ClassVar[tuple[Table, ...]] = ()
     details: ClassVar[tuple[Detail, ...]] = ()
     decomposer: ClassVar[Decomposer | None] = None
@@ -328,8 +328,9 @@ class Kind:
         methods override this). Refusals (a :class:`~hetopt.UsageError` or
         :class:`~hetopt.InstanceError`) happen here, so ``hetopt validate`` reports them
         without importing the method."""
+        table = self.methods
         try:
-            return self.methods.entry(objective)
+            return table.entry(objective) if isinstance(table, MethodTable) else table[objective]
         except KeyError:
             raise UsageError(f"kind {self.name!r} has no method for {objective!r}") from None
 
