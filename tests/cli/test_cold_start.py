@@ -168,12 +168,7 @@ VALIDATE = [
     "instances/multicore/big_little_dag.json",
     "instances/pipeline_partition/serving_small.json",
     "instances/pipeline_partition/training_split.json",
-    pytest.param(
-        "instances/gpu_cluster/elastic/lyra_small.json",
-        marks=pytest.mark.xfail(
-            strict=True, reason="max_progress's check (elastic.check) lives in its Pyomo module"
-        ),
-    ),
+    "instances/gpu_cluster/elastic/lyra_small.json",
     pytest.param(
         "instances/client_selection/fedcs_quotas.json",
         marks=pytest.mark.xfail(

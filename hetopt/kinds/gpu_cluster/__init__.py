@@ -25,7 +25,7 @@ from ...result import Result, Verification
 from ..base import Kind, LazyAttribute, LazyMethod, lazy_exports
 from .data import ElasticSpec, GpuClusterInstance, GpuJob, LoanedServer
 from .generate import generate
-from .inputs import ELASTIC_OBJECTIVES, RECLAIM_PARAMS, require_steps
+from .inputs import ELASTIC_OBJECTIVES, RECLAIM_PARAMS, check_elastic, require_steps
 from .inputs import check as check_inputs
 from .trace import read_gavel_trace, trace_to_instance
 
@@ -383,7 +383,7 @@ class GpuClusterKind(Kind):
           modelled by ``max_min_fairness`` and ``makespan`` only).
         * ``max_progress``: ``steps_remaining`` on every job; ``reclaim``:
           ``loaned_servers`` and at most as many ``servers`` as can be returned; neither
-          takes ``agnostic`` (:func:`.elastic.check`).
+          takes ``agnostic`` (:func:`.inputs.check_elastic`).
         * The time-share objectives: no elastic job (``jobs[i].elastic``) and no
           ``loanable`` capacity (they allocate the owned ``workers``), no reclaim
           parameter; ``steps_remaining`` for ``makespan`` and ``finish_time_fairness``;
@@ -391,9 +391,7 @@ class GpuClusterKind(Kind):
         """
         self.choose_method(objective, instance, params)
         if objective in ELASTIC_OBJECTIVES:
-            from . import elastic as E
-
-            E.check(instance, objective, params)
+            check_elastic(instance, objective, params)
             return
         for i, job in enumerate(instance.jobs):
             if job.elastic is not None:

@@ -7,10 +7,15 @@ solve. Each problem is one :class:`~hetopt.InstanceError` naming the field.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from ...errors import InstanceError
+from ...errors import InstanceError, UsageError
 from .data import GpuClusterInstance
+
+if TYPE_CHECKING:
+    from . import GpuClusterParams
 
 MAX_WEIGHT_RATIO = 1e9
 """Largest ratio of two jobs' (effective) weights the max-min objectives accept.
@@ -97,3 +102,51 @@ def check_weight_ratio(instance: GpuClusterInstance, objective: str) -> None:
         "solver's tolerances): bring the weights closer together",
         field,
     )
+
+
+# --------------------------------------------------------------------------- Lyra (elastic)
+def check_elastic(instance: GpuClusterInstance, objective: str, params: GpuClusterParams) -> None:
+    """What ``objective`` needs: steps for ``max_progress``, a placement on loaned
+    servers and a feasible ``servers`` for ``reclaim``; ``agnostic`` is refused."""
+    if params.agnostic:
+        raise UsageError(
+            f"agnostic is not defined for {objective}: it chooses GPU types and worker counts"
+        )
+    if objective == "max_progress":
+        given = sorted(set(RECLAIM_PARAMS) & params.model_fields_set)
+        if given:
+            raise UsageError(f"{', '.join(given)}: only the reclaim objective takes it")
+        for i, job in enumerate(instance.jobs):
+            if job.steps_remaining is None:
+                raise InstanceError(
+                    "required for the max_progress objective (steps the job still has to run)",
+                    f"jobs[{i}].steps_remaining",
+                )
+        return
+    if instance.loaned_servers is None:
+        raise InstanceError(
+            "required for the reclaim objective: the loaned servers and the jobs on them",
+            "loaned_servers",
+        )
+    types = {s.worker_type for s in instance.loaned_servers}
+    if params.server_type is not None and params.server_type not in types:
+        raise UsageError(
+            f"server_type {params.server_type!r} names no loaned server; their types: "
+            f"{', '.join(sorted(types))}"
+        )
+    candidates = len(reclaimable(instance, params.server_type))
+    if params.servers > candidates:
+        what = f"of type {params.server_type!r} " if params.server_type is not None else ""
+        raise UsageError(
+            f"servers must be <= {candidates} (the loaned servers {what}to return from), "
+            f"got {params.servers}"
+        )
+
+
+def reclaimable(instance: GpuClusterInstance, server_type: str | None) -> list[int]:
+    """Indices of the loaned servers ``reclaim`` may return."""
+    return [
+        k
+        for k, s in enumerate(instance.loaned_servers or [])
+        if server_type is None or s.worker_type == server_type
+    ]
