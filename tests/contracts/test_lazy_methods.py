@@ -126,3 +126,13 @@ def test_defining_every_kind_imports_no_solver_stack() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_public_name_of_a_kind_package_resolves(name: str) -> None:
+    """Names a kind's package re-exports on first use (PEP 562) are still there."""
+    module = importlib.import_module(REGISTRY[name].module)
+    missing = [n for n in getattr(module, "__all__", ()) if getattr(module, n, None) is None]
+    assert missing == []
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = module.no_such_name
