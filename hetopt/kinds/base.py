@@ -221,6 +221,8 @@ class Kind:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if "method_for" in cls.__dict__:  # validate asks choose_method: it would miss it
+            raise TypeError(f"{cls.__name__}: override choose_method, not method_for")
         table = cls.__dict__.get("methods")
         if table is not None and not isinstance(table, MethodTable):
             cls.methods = MethodTable(table)
