@@ -58,22 +58,27 @@ class LazyMethod:
     """A method-table entry imported on first use.
 
     ``LazyMethod("pkg.mod:Class", *args, **kwargs)`` stands for ``Class(*args,
-    **kwargs)``; a relative module (``".methods:Class"``) needs the package as
+    **kwargs)`` (an argument that is itself a :class:`LazyMethod` is resolved first, e.g.
+    a method wrapping another); a relative module (``".methods:Class"``) needs the package as
     ``package=`` (a kind's ``__name__``). :meth:`resolve` imports the module, builds the
     method once and returns that same object ever after, as a table of instances did.
     """
 
-    __slots__ = ("_factory", "_method", "target")
+    __slots__ = ("_factory", "_method", "args", "target")
 
     def __init__(self, target: str, *args: Any, package: str | None = None, **kwargs: Any):
         module, sep, attr = target.partition(":")
         if not sep or not module or not attr:
             raise ValueError(f"expected 'module:Class', got {target!r}")
         self.target = target
+        self.args = args
 
         def factory() -> Any:
             cls = getattr(importlib.import_module(module, package), attr)
-            return cls(*args, **kwargs)
+            return cls(
+                *(resolve(a) if isinstance(a, LazyMethod) else a for a in args),
+                **kwargs,
+            )
 
         self._factory: Callable[[], Any] = factory
         self._method: Any = None
@@ -89,6 +94,7 @@ class LazyMethod:
         with an automatic choice), still not imported."""
         derived = LazyMethod.__new__(LazyMethod)
         derived.target = self.target
+        derived.args = self.args
         derived._factory = lambda: fn(self.resolve(), *args)
         derived._method = None
         return derived
@@ -342,7 +348,11 @@ class Kind:
 
     # ------------------------------------------------------------------ entry points
     def solve(
-        self, instance: Any, objective: str, options: SolveOptions | None = None, **params: Any
+        self,
+        instance: Any,
+        objective: str,
+        options: SolveOptions | None = None,
+        **params: Any,
     ) -> Result:
         """Solve ``instance`` for ``objective`` through :func:`hetopt.pipeline.solve`."""
         from .. import pipeline
@@ -386,7 +396,12 @@ def param_message(exc: ValidationError) -> str:
         text = f"must be {_EXPECTED[etype]}"
     elif etype == "literal_error":
         text = f"must be one of {ctx.get('expected', '?')}"
-    elif etype in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+    elif etype in (
+        "greater_than_equal",
+        "greater_than",
+        "less_than_equal",
+        "less_than",
+    ):
         op = {
             "greater_than_equal": ">=",
             "greater_than": ">",

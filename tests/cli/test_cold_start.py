@@ -169,14 +169,8 @@ VALIDATE = [
     "instances/pipeline_partition/serving_small.json",
     "instances/pipeline_partition/training_split.json",
     "instances/gpu_cluster/elastic/lyra_small.json",
-    pytest.param(
-        "instances/client_selection/fedcs_quotas.json",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="client_selection's method choice (methods.choose, which the check "
-            "runs) lives in its Pyomo module",
-        ),
-    ),
+    "instances/client_selection/fedcs_quotas.json",
+    "instances/client_selection/oort_testing.json",
 ]
 
 

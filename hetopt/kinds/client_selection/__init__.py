@@ -18,24 +18,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...contract import Column, Detail, Method, Table
+from ...contract import Column, Detail, Table
 from ...errors import UsageError
 from ...result import Result, Verification
 from .._shared.choice import CHOICE_DETAIL
-from ..base import Kind, LazyMethod, Objective, lazy_exports, resolve
+from ..base import Kind, LazyMethod, MethodEntry, Objective, lazy_exports
 from .data import Client, ClientSelectionInstance, ClientSelectionParams
 from .generate import generate
+from .inputs import LP_ROUND_PAIRS, choose, fast_path_blocker, refusal
 
 if TYPE_CHECKING:
-    from .methods import LP_ROUND_PAIRS, fast_path_blocker, selection_table
+    from .methods import selection_table
     from .rounds import RoundsResult, run_rounds
 
 # imported on first use: defining KIND imports no Pyomo, HiGHS or pandas (issue 19)
 __getattr__ = lazy_exports(
     __name__,
     {
-        "LP_ROUND_PAIRS": ".methods",
-        "fast_path_blocker": ".methods",
         "selection_table": ".methods",
         "RoundsResult": ".rounds",
         "run_rounds": ".rounds",
@@ -95,8 +94,19 @@ SELECTION = Table(
             "Mbit/s",
             optional=True,
         ),
-        Column("sample_s", "float", "time per test sample (min_duration)", "s", optional=True),
-        Column("test_samples", "int", "test samples it contributes (min_duration)", optional=True),
+        Column(
+            "sample_s",
+            "float",
+            "time per test sample (min_duration)",
+            "s",
+            optional=True,
+        ),
+        Column(
+            "test_samples",
+            "int",
+            "test samples it contributes (min_duration)",
+            optional=True,
+        ),
         Column(
             "duration_s",
             "float",
@@ -166,25 +176,24 @@ class ClientSelectionKind(Kind):
     tables = (SELECTION, CLASS_SAMPLES)
     details = DETAILS
 
-    def choose_method(self, objective: str, instance: Any, params: Any) -> Method:
+    def choose_method(self, objective: str, instance: Any, params: Any) -> MethodEntry:
         """The fast path, the MILP, FedCS's greedy, LP rounding or the precheck's
         infeasibility, as ``method`` / ``formulation`` / ``baseline`` and the instance
-        call for (:func:`.methods.choose`)."""
-        from . import methods as M
-
-        return M.choose(
-            objective, instance, params, resolve(super().choose_method(objective, instance, params))
+        call for (:func:`.inputs.choose`)."""
+        return choose(
+            objective,
+            instance,
+            params,
+            super().choose_method(objective, instance, params),
         )
 
     def check(self, instance: Any, objective: str, params: Any) -> None:
         """What a solve would refuse before solving: ``min_duration`` without
         ``class_targets`` (an invalid instance for it, naming the field) and parameter
         combinations that do not apply to the instance (usage errors)."""
-        from . import methods as M
-
-        chosen = self.method_for(objective, instance, params)
-        if isinstance(chosen, M.Refused):
-            raise UsageError(chosen.reason)
+        reason = refusal(self.choose_method(objective, instance, params))
+        if reason is not None:
+            raise UsageError(reason)
 
     def verify(self, instance: ClientSelectionInstance, result: Result) -> Verification:
         from . import verify as V
