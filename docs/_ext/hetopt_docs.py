@@ -384,8 +384,8 @@ What a fresh `hetopt` process costs before it does any work (issue 19). `hetopt 
 `kinds`, `schema` and `validate` import no Pyomo, HiGHS, pandas or scipy: a kind's
 package defines `KIND` (objectives, parameters, declared tables, instance model) from
 pydantic and numpy only, and its method table holds lazy entries (`LazyMethod`) that a
-solve imports on first use (one exception: `validate` of a `client_selection` instance,
-whose method choice lives in its Pyomo module). `solve` imports the modules of the method it runs, not the
+solve imports on first use; the checks `validate` shares with `solve` (and the kinds'
+method choices) live in light modules too. `solve` imports the modules of the method it runs, not the
 kind's other methods nor any other kind. CPU seconds (user + sys), median of 5 cold
 runs, before and after the lazy method tables, measured side by side on a loaded 2-core
 machine:
