@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -52,6 +53,9 @@ __all__ = [
     "lazy_exports",
     "resolve",
 ]
+
+
+_RESOLVING = threading.RLock()  # re-entrant: an entry's arguments resolve inside it
 
 
 class LazyMethod:
@@ -84,9 +88,12 @@ class LazyMethod:
         self._method: Any = None
 
     def resolve(self) -> Method:
-        """The method (imported and built on the first call)."""
+        """The method (imported and built on the first call; one object per entry, also
+        when threads of a parallel solve ask at once)."""
         if self._method is None:
-            self._method = self._factory()
+            with _RESOLVING:
+                if self._method is None:
+                    self._method = self._factory()
         return self._method  # type: ignore[no-any-return]
 
     def then(self, fn: Callable[..., Any], *args: Any) -> LazyMethod:
