@@ -158,28 +158,29 @@ def resolve(entry: MethodEntry) -> Method:
     return entry.resolve() if isinstance(entry, LazyMethod) else entry
 
 
-class MethodTable(Mapping[str, Method]):
-    """A kind's objective -> method table (:attr:`Kind.methods`): looking an objective up
-    resolves its :class:`LazyMethod`; :meth:`entry` returns the entry unresolved, and
-    iterating or testing membership imports nothing."""
+class MethodTable(Mapping[Any, Method]):
+    """A kind's objective -> method table (:attr:`Kind.methods`; also a kind's own table
+    keyed by (objective, variant)): looking a key up resolves its :class:`LazyMethod`;
+    :meth:`entry` returns the entry unresolved, and iterating or testing membership
+    imports nothing."""
 
     __slots__ = ("_entries",)
 
-    def __init__(self, entries: Mapping[str, MethodEntry]):
+    def __init__(self, entries: Mapping[Any, MethodEntry]):
         self._entries = dict(entries)
 
-    def __getitem__(self, objective: str) -> Method:
+    def __getitem__(self, objective: Any) -> Method:
         return resolve(self._entries[objective])
 
-    def entry(self, objective: str) -> MethodEntry:
+    def entry(self, objective: Any) -> MethodEntry:
         """The entry of ``objective``, not resolved (``KeyError`` when absent)."""
         return self._entries[objective]
 
-    def entries(self) -> dict[str, MethodEntry]:
+    def entries(self) -> dict[Any, MethodEntry]:
         """Every entry, not resolved."""
         return dict(self._entries)
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[Any]:
         return iter(self._entries)
 
     def __len__(self) -> int:

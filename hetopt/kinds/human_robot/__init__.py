@@ -22,7 +22,7 @@ from ...errors import InstanceError
 from ...options import SolveOptions
 from ...result import Result, Verification
 from .._shared.choice import CHOICE_DETAIL, Choice, chosen
-from ..base import Kind, LazyMethod, MethodEntry, Objective, UsageError
+from ..base import Kind, LazyMethod, MethodEntry, MethodTable, Objective, UsageError
 from .data import Agent, HumanRobotInstance, Precedence, Task, TeamArrays
 from .fjsp import fjsp_to_instance
 from .params import HumanRobotParams, parse_fixed, setup
@@ -69,19 +69,21 @@ OBJECTIVES = (
     ),
 )
 
-METHODS: dict[tuple[str, str], LazyMethod] = {
-    **{
-        (o.name, "exact"): LazyMethod("hetopt.kinds.human_robot.exact:Exact", o.name)
-        for o in OBJECTIVES
-    },
-    **{
-        (o.name, "decomposition"): LazyMethod(
-            "hetopt.kinds.human_robot.decomposition:Decomposition", o.name
-        )
-        for o in OBJECTIVES
-    },
-}
-"""(objective, method) -> the method object."""
+METHODS = MethodTable(
+    {
+        **{
+            (o.name, "exact"): LazyMethod("hetopt.kinds.human_robot.exact:Exact", o.name)
+            for o in OBJECTIVES
+        },
+        **{
+            (o.name, "decomposition"): LazyMethod(
+                "hetopt.kinds.human_robot.decomposition:Decomposition", o.name
+            )
+            for o in OBJECTIVES
+        },
+    }
+)
+"""(objective, method) -> the method object (imported on lookup; ``entry`` does not)."""
 
 
 def auto_method(arr: TeamArrays) -> str:
@@ -112,7 +114,7 @@ class HumanRobotKind(Kind):
     objectives = OBJECTIVES
     instance_model = HumanRobotInstance
     params_model = HumanRobotParams
-    methods = {o.name: METHODS[o.name, "exact"] for o in OBJECTIVES}
+    methods = {o.name: METHODS.entry((o.name, "exact")) for o in OBJECTIVES}
     tables = TABLES
     details = (*DETAILS, *ROLLING_DETAILS, CHOICE_DETAIL)
     replanner: ClassVar[HumanRobotReplanner] = HumanRobotReplanner()
@@ -130,9 +132,12 @@ class HumanRobotKind(Kind):
             method, choice = params.method, None
         if (objective, method) not in METHODS:  # an objective the kind does not offer
             return super().choose_method(objective, instance, params)
+        entry = METHODS.entry((objective, method))
         if choice is None:
-            return METHODS[objective, method]
-        return METHODS[objective, method].then(chosen, choice)
+            return entry
+        return (
+            entry.then(chosen, choice) if isinstance(entry, LazyMethod) else chosen(entry, choice)
+        )
 
     def check(self, instance: HumanRobotInstance, objective: str, params: HumanRobotParams) -> None:
         """``max_human_workload`` needs a human (an invalid instance for it, naming
