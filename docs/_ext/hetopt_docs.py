@@ -385,7 +385,8 @@ What a fresh `hetopt` process costs before it does any work (issue 19). `hetopt 
 package defines `KIND` (objectives, parameters, declared tables, instance model) from
 pydantic and numpy only, and its method table holds lazy entries (`LazyMethod`) that a
 solve imports on first use; the checks `validate` shares with `solve` (and the kinds'
-method choices) live in light modules too. `solve` imports the modules of the method it runs, not the
+method choices) live in light modules too (not yet those of gpu_cluster's
+`max_min_fairness_water_filling` and `min_cost`, in its policies module). `solve` imports the modules of the method it runs, not the
 kind's other methods nor any other kind. CPU seconds (user + sys), median of 5 cold
 runs, before and after the lazy method tables, measured side by side on a loaded 2-core
 machine:
