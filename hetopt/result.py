@@ -7,12 +7,14 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from .status import Status
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -364,6 +366,8 @@ def _jsonable(v: Any) -> Any:
         return _num(v)
     if v is None or isinstance(v, str | int | bool):
         return v
+    import pandas as pd  # imported only for values beyond JSON's (Timestamp, NA, ...)
+
     if isinstance(v, pd.Timestamp):
         return v.isoformat()
     try:
@@ -415,6 +419,8 @@ def _frame(rows: Any, columns: Any, table: Any) -> pd.DataFrame:
         col = table.column(c) if table is not None else None
         dtype = col.dtype if col is not None else _guess(vals)
         out[c] = _typed(vals, dtype)
+    import pandas as pd
+
     return pd.DataFrame(out, columns=names) if out else pd.DataFrame(rows)
 
 

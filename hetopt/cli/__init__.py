@@ -526,7 +526,7 @@ def validate(file: Path, objective: str | None, params: tuple[str, ...]) -> None
         parsed = kind.parse_params(_parse_param(params))
         effective = kind.instance_for(inst, parsed)
         kind.check(effective, name, parsed)
-        kind.method_for(name, effective, parsed)  # a refused combination fails here too
+        kind.choose_method(name, effective, parsed)  # a refused combination fails here too
     except InstanceError as exc:
         raise exc.with_source(str(file)) if not exc.source else exc from None
     click.echo(f"{file}: valid {inst.kind} instance ({name})")

@@ -10,16 +10,24 @@ through :mod:`hetopt.pipeline`) lives here once::
         objectives = (Objective("makespan", "...", "s", "min"), ...)
         instance_model = CpuGpuInstance
         params_model = CpuGpuParams          # a hetopt.contract.Params subclass
-        methods = {"makespan": Makespan(), "throughput": Throughput()}
+        methods = {"makespan": LazyMethod(".methods:Makespan", __name__), ...}
         tables = (Table("schedule", "...", (Column(...), ...)),)
         details = (Detail("model", "str", "..."),)
 
         def verify(self, instance, result): ...
+
+Method-table entries may be :class:`LazyMethod` s (``"module:Class"`` plus the
+constructor's arguments), imported when a solve first needs them: defining a kind (its
+objectives, parameters, declared tables, instance model) then imports no solver stack,
+so ``hetopt kinds``, ``schema`` and ``validate`` start without Pyomo, HiGHS or pandas.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ValidationError
@@ -34,7 +42,155 @@ if TYPE_CHECKING:
     from ..options import SolveOptions
     from ..result import Result, Verification
 
-__all__ = ["Kind", "Objective", "UsageError"]
+__all__ = [
+    "Kind",
+    "LazyAttribute",
+    "LazyMethod",
+    "MethodEntry",
+    "MethodTable",
+    "Objective",
+    "UsageError",
+    "lazy_exports",
+    "resolve",
+]
+
+
+_RESOLVING = threading.RLock()  # re-entrant: an entry's arguments resolve inside it
+
+
+class LazyMethod:
+    """A method-table entry imported on first use.
+
+    ``LazyMethod("pkg.mod:Class", *args, **kwargs)`` stands for ``Class(*args,
+    **kwargs)`` (an argument that is itself a :class:`LazyMethod` is resolved first, e.g.
+    a method wrapping another); a relative module (``".methods:Class"``) needs the package as
+    ``package=`` (a kind's ``__name__``). :meth:`resolve` imports the module, builds the
+    method once and returns that same object ever after, as a table of instances did.
+    """
+
+    __slots__ = ("_factory", "_method", "args", "target")
+
+    def __init__(self, target: str, *args: Any, package: str | None = None, **kwargs: Any):
+        module, sep, attr = target.partition(":")
+        if not sep or not module or not attr:
+            raise ValueError(f"expected 'module:Class', got {target!r}")
+        self.target = target
+        self.args = args
+
+        def factory() -> Any:
+            cls = getattr(importlib.import_module(module, package), attr)
+            return cls(
+                *(resolve(a) if isinstance(a, LazyMethod) else a for a in args),
+                **kwargs,
+            )
+
+        self._factory: Callable[[], Any] = factory
+        self._method: Any = None
+
+    def resolve(self) -> Method:
+        """The method (imported and built on the first call; one object per entry, also
+        when threads of a parallel solve ask at once)."""
+        if self._method is None:
+            with _RESOLVING:
+                if self._method is None:
+                    self._method = self._factory()
+        return self._method  # type: ignore[no-any-return]
+
+    def then(self, fn: Callable[..., Any], *args: Any) -> LazyMethod:
+        """A new entry standing for ``fn(self.resolve(), *args)`` (e.g. the method marked
+        with an automatic choice), still not imported."""
+        derived = LazyMethod.__new__(LazyMethod)
+        derived.target = self.target
+        derived.args = self.args
+        derived._factory = lambda: fn(self.resolve(), *args)
+        derived._method = None
+        return derived
+
+    def __repr__(self) -> str:
+        return f"LazyMethod({self.target!r})"
+
+
+class LazyAttribute:
+    """A class attribute imported on first access: ``decomposer =
+    LazyAttribute("pkg.mod:DECOMPOSER")`` reads as that object, from the class and from
+    its instances, once the module is imported (``build=True``: the attribute called
+    with no arguments, e.g. a class instantiated once)."""
+
+    __slots__ = ("_build", "_value", "target")
+
+    _MISSING: ClassVar[object] = object()
+
+    def __init__(self, target: str, build: bool = False):
+        self.target = target
+        self._build = build
+        self._value: Any = LazyAttribute._MISSING
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if self._value is LazyAttribute._MISSING:
+            module, _, attr = self.target.partition(":")
+            value = getattr(importlib.import_module(module), attr)
+            self._value = value() if self._build else value
+        return self._value
+
+
+def lazy_exports(package: str, names: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` (PEP 562) for a kind's package: ``names`` maps a public
+    name to the module defining it (``".persistent"``), imported on first use, so that
+    importing the package (and defining ``KIND``) does not import the solver stack."""
+
+    def __getattr__(name: str) -> Any:
+        module = names.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, package), name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    return __getattr__
+
+
+MethodEntry = Method | LazyMethod
+"""What a method table holds: a method, or a :class:`LazyMethod` standing for one."""
+
+
+def resolve(entry: MethodEntry) -> Method:
+    """The method ``entry`` stands for (``entry`` itself unless it is a :class:`LazyMethod`)."""
+    return entry.resolve() if isinstance(entry, LazyMethod) else entry
+
+
+class MethodTable(Mapping[Any, Method]):
+    """A kind's objective -> method table (:attr:`Kind.methods`; also a kind's own table
+    keyed by (objective, variant)): looking a key up resolves its :class:`LazyMethod`;
+    :meth:`entry` returns the entry unresolved, and iterating or testing membership
+    imports nothing."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self, entries: Mapping[Any, MethodEntry]):
+        self._entries = dict(entries)
+
+    def __getitem__(self, objective: Any) -> Method:
+        return resolve(self._entries[objective])
+
+    def entry(self, objective: Any) -> MethodEntry:
+        """The entry of ``objective``, not resolved (``KeyError`` when absent)."""
+        return self._entries[objective]
+
+    def entries(self) -> dict[Any, MethodEntry]:
+        """Every entry, not resolved."""
+        return dict(self._entries)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, objective: object) -> bool:
+        return objective in self._entries
+
+    def __repr__(self) -> str:
+        return f"MethodTable({self._entries!r})"
 
 
 class Kind:
@@ -52,8 +208,10 @@ class Kind:
         Its :class:`~hetopt.contract.Params` model (types, defaults, help).
     methods
         Objective name -> method (:class:`~hetopt.contract.BuildMethod` or
-        :class:`~hetopt.contract.RunMethod`); override :meth:`method_for` when the
-        instance or a parameter picks among several.
+        :class:`~hetopt.contract.RunMethod`) or a :class:`LazyMethod` standing for one
+        (a subclass's plain dict becomes a :class:`MethodTable`, whose lookups resolve);
+        override :meth:`choose_method` when the instance or a parameter picks among
+        several.
     tables, details
         The declared result tables and ``info`` entries.
     decomposer
@@ -65,7 +223,7 @@ class Kind:
     objectives: tuple[Objective, ...] = ()
     instance_model: type[InstanceBase] = InstanceBase
     params_model: ClassVar[type[Params]] = NoParams
-    methods: ClassVar[Mapping[str, Method]] = {}
+    methods: ClassVar[Mapping[str, MethodEntry]] = MethodTable({})
     tables: ClassVar[tuple[Table, ...]] = ()
     details: ClassVar[tuple[Detail, ...]] = ()
     decomposer: ClassVar[Decomposer | None] = None
@@ -74,6 +232,14 @@ class Kind:
     replanner: ClassVar[Any] = None
     """The kind's :class:`hetopt.rolling.Replanner` hooks for
     :func:`hetopt.rolling.rolling_schedule` (``None``: no rolling horizon)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "method_for" in cls.__dict__:  # validate asks choose_method: it would miss it
+            raise TypeError(f"{cls.__name__}: override choose_method, not method_for")
+        table = cls.__dict__.get("methods")
+        if table is not None and not isinstance(table, MethodTable):
+            cls.methods = MethodTable(table)
 
     # ------------------------------------------------------------------ objectives
     def objective_names(self) -> list[str]:
@@ -172,17 +338,29 @@ class Kind:
         Called by every solve and by ``hetopt validate``, so the two always agree.
         """
 
-    def method_for(self, objective: str, instance: Any, params: Any) -> Method:
-        """The method that solves ``objective`` (a table lookup; kinds whose instance or
-        parameters choose among methods override this)."""
+    def choose_method(self, objective: str, instance: Any, params: Any) -> MethodEntry:
+        """The method that solves ``objective``, possibly a :class:`LazyMethod` not
+        imported yet (a table lookup; kinds whose instance or parameters choose among
+        methods override this). Refusals (a :class:`~hetopt.UsageError` or
+        :class:`~hetopt.InstanceError`) happen here, so ``hetopt validate`` reports them
+        without importing the method."""
+        table = self.methods
         try:
-            return self.methods[objective]
+            return table.entry(objective) if isinstance(table, MethodTable) else table[objective]
         except KeyError:
             raise UsageError(f"kind {self.name!r} has no method for {objective!r}") from None
 
+    def method_for(self, objective: str, instance: Any, params: Any) -> Method:
+        """The method that solves ``objective``: :meth:`choose_method`, resolved."""
+        return resolve(self.choose_method(objective, instance, params))
+
     # ------------------------------------------------------------------ entry points
     def solve(
-        self, instance: Any, objective: str, options: SolveOptions | None = None, **params: Any
+        self,
+        instance: Any,
+        objective: str,
+        options: SolveOptions | None = None,
+        **params: Any,
     ) -> Result:
         """Solve ``instance`` for ``objective`` through :func:`hetopt.pipeline.solve`."""
         from .. import pipeline
@@ -226,7 +404,12 @@ def param_message(exc: ValidationError) -> str:
         text = f"must be {_EXPECTED[etype]}"
     elif etype == "literal_error":
         text = f"must be one of {ctx.get('expected', '?')}"
-    elif etype in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+    elif etype in (
+        "greater_than_equal",
+        "greater_than",
+        "less_than_equal",
+        "less_than",
+    ):
         op = {
             "greater_than_equal": ">=",
             "greater_than": ">",

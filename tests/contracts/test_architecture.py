@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import hetopt
+from hetopt.contract import BuildMethod, RunMethod
 
 PKG = Path(hetopt.__file__).resolve().parent
 MODULES = sorted(p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts)
@@ -165,9 +166,14 @@ def test_every_registered_kind_is_on_the_pipeline() -> None:
     for name in hetopt.kind_names():
         kind = hetopt.get_kind(name)
         assert kind.methods, f"{name}: no objective -> method table"
-        assert set(kind.methods) >= set(kind.objective_names()) or type(kind).method_for is not (
-            hetopt.kinds.base.Kind.method_for
+        assert set(kind.methods) >= set(kind.objective_names()) or type(kind).choose_method is not (
+            hetopt.kinds.base.Kind.choose_method
         ), name
+        # the table's lazy entries resolve to methods (tests/contracts/test_lazy_methods.py
+        # checks every lazy entry of every table a kind module declares)
+        for objective in kind.methods:
+            method = kind.methods[objective]
+            assert isinstance(method, BuildMethod | RunMethod), (name, objective, method)
         assert kind.tables, f"{name}: declares no result table"
 
 

@@ -43,9 +43,9 @@ def test_client_selection_fast_path_choice_is_reported_without_a_warning(caplog)
 
 
 def test_client_selection_lp_round_choice_warns(monkeypatch, caplog) -> None:
-    from hetopt.kinds.client_selection import methods
+    from hetopt.kinds.client_selection import inputs  # the choice (was in .methods)
 
-    monkeypatch.setattr(methods, "LP_ROUND_PAIRS", 5)
+    monkeypatch.setattr(inputs, "LP_ROUND_PAIRS", 5)
     caplog.set_level(logging.INFO, logger="hetopt")
     r = hetopt.solve("instances/client_selection/oort_testing.json", "min_duration")
     assert r.info["method"] == "lp_round" and "pairs > 5" in r.info["method_choice"]

@@ -14,19 +14,35 @@ achieved completion). :func:`replan` re-solves as pauses end. See
 
 from __future__ import annotations
 
-from ...contract import Column, Detail, Method, Table
+from typing import TYPE_CHECKING
+
+from ...contract import Column, Detail, Table
 from ...errors import UsageError
 from ...result import Result, Verification
-from ..base import Kind, Objective
-from . import verify as V
+from ..base import Kind, LazyMethod, MethodEntry, Objective, lazy_exports
 from .data import ActiveKv, AgentArrays, AgentSessionsInstance, Gpu, Pause, Session
-from .decompose import Decomposed, gpu_instance, pooled_instance
-from .heuristics import greedy_plan
-from .methods import KeepEvict
-from .migration import MigratingBest
 from .params import AgentSessionsParams
-from .plan import Plan, plan_tables
-from .replan import Replan, replan, replan_instance
+
+if TYPE_CHECKING:
+    from .decompose import gpu_instance, pooled_instance
+    from .heuristics import greedy_plan
+    from .plan import Plan, plan_tables
+    from .replan import Replan, replan, replan_instance
+
+# imported on first use: defining KIND imports no Pyomo, HiGHS or pandas (issue 19)
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "gpu_instance": ".decompose",
+        "pooled_instance": ".decompose",
+        "greedy_plan": ".heuristics",
+        "Plan": ".plan",
+        "plan_tables": ".plan",
+        "Replan": ".replan",
+        "replan": ".replan",
+        "replan_instance": ".replan",
+    },
+)
 
 __all__ = [
     "KIND",
@@ -190,12 +206,19 @@ DETAILS = (
 
 
 OBJECTIVE_NAMES = ("min_recompute_s", "min_max_load", "agent_fair_share")
-METHODS: dict[tuple[str, str], Method] = {
-    **{(name, "milp"): KeepEvict(name) for name in OBJECTIVE_NAMES},
-    **{(name, "decompose"): Decomposed(name) for name in OBJECTIVE_NAMES},
+_AS = "hetopt.kinds.agent_sessions"
+
+METHODS: dict[tuple[str, str], LazyMethod] = {
+    **{(name, "milp"): LazyMethod(f"{_AS}.methods:KeepEvict", name) for name in OBJECTIVE_NAMES},
+    **{
+        (name, "decompose"): LazyMethod(f"{_AS}.decompose:Decomposed", name)
+        for name in OBJECTIVE_NAMES
+    },
 }
 """(objective, method) -> method."""
-MIGRATION: dict[str, Method] = {name: MigratingBest(name) for name in OBJECTIVE_NAMES}
+MIGRATION: dict[str, LazyMethod] = {
+    name: LazyMethod(f"{_AS}.migration:MigratingBest", name) for name in OBJECTIVE_NAMES
+}
 """objective -> the migration method (parameter ``migration=True``)."""
 
 
@@ -231,9 +254,9 @@ class AgentSessionsKind(Kind):
     tables = TABLES
     details = DETAILS
 
-    def method_for(
+    def choose_method(
         self, objective: str, instance: AgentSessionsInstance, params: AgentSessionsParams
-    ) -> Method:
+    ) -> MethodEntry:
         """``params.method`` picks the MILP or the decomposition (``auto``: the MILP for
         one GPU, where it is near-integral; the decomposition for several, where the
         MILP's LP pools the GPUs' memory and its bound barely moves). ``migration=True``
@@ -262,6 +285,8 @@ class AgentSessionsKind(Kind):
             raise UsageError(f"kind {self.name!r} has no method for {objective!r}") from None
 
     def verify(self, instance: AgentSessionsInstance, result: Result) -> Verification:
+        from . import verify as V
+
         return V.verify(instance, result.objective, result.objective_value, result.tables)
 
 

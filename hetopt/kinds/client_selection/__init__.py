@@ -16,19 +16,30 @@ which method ran. The methods and the choice among them are in :mod:`.methods`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...contract import Column, Detail, Method, Table
+from ...contract import Column, Detail, Table
 from ...errors import UsageError
 from ...result import Result, Verification
 from .._shared.choice import CHOICE_DETAIL
-from ..base import Kind, Objective
-from . import methods as M
-from . import verify as V
+from ..base import Kind, LazyMethod, MethodEntry, Objective, lazy_exports
 from .data import Client, ClientSelectionInstance, ClientSelectionParams
 from .generate import generate
-from .methods import LP_ROUND_PAIRS, fast_path_blocker, selection_table
-from .rounds import RoundsResult, run_rounds
+from .inputs import LP_ROUND_PAIRS, choose, fast_path_blocker, refusal
+
+if TYPE_CHECKING:
+    from .methods import selection_table
+    from .rounds import RoundsResult, run_rounds
+
+# imported on first use: defining KIND imports no Pyomo, HiGHS or pandas (issue 19)
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "selection_table": ".methods",
+        "RoundsResult": ".rounds",
+        "run_rounds": ".rounds",
+    },
+)
 
 __all__ = [
     "KIND",
@@ -83,8 +94,19 @@ SELECTION = Table(
             "Mbit/s",
             optional=True,
         ),
-        Column("sample_s", "float", "time per test sample (min_duration)", "s", optional=True),
-        Column("test_samples", "int", "test samples it contributes (min_duration)", optional=True),
+        Column(
+            "sample_s",
+            "float",
+            "time per test sample (min_duration)",
+            "s",
+            optional=True,
+        ),
+        Column(
+            "test_samples",
+            "int",
+            "test samples it contributes (min_duration)",
+            optional=True,
+        ),
         Column(
             "duration_s",
             "float",
@@ -126,6 +148,9 @@ DETAILS = (
 )
 
 
+_M = "hetopt.kinds.client_selection.methods"
+
+
 class ClientSelectionKind(Kind):
     name = "client_selection"
     description = "federated-learning client selection (FedCS, bandwidth knapsack, Oort testing)"
@@ -142,32 +167,37 @@ class ClientSelectionKind(Kind):
     instance_model = ClientSelectionInstance
     params_model = ClientSelectionParams
     methods = {
-        "max_clients": M.CountMilp("max_clients"),
-        "max_weight": M.CountMilp("max_weight"),
-        "min_duration": M.TestingMilp(),
+        "max_clients": LazyMethod(f"{_M}:CountMilp", "max_clients"),
+        "max_weight": LazyMethod(f"{_M}:CountMilp", "max_weight"),
+        "min_duration": LazyMethod(f"{_M}:TestingMilp"),
     }
     """Each objective's exact MILP (what ``hetopt export`` writes); :meth:`method_for`
     picks what a solve runs."""
     tables = (SELECTION, CLASS_SAMPLES)
     details = DETAILS
 
-    def method_for(self, objective: str, instance: Any, params: Any) -> Method:
+    def choose_method(self, objective: str, instance: Any, params: Any) -> MethodEntry:
         """The fast path, the MILP, FedCS's greedy, LP rounding or the precheck's
         infeasibility, as ``method`` / ``formulation`` / ``baseline`` and the instance
-        call for (:func:`.methods.choose`)."""
-        return M.choose(
-            objective, instance, params, super().method_for(objective, instance, params)
+        call for (:func:`.inputs.choose`)."""
+        return choose(
+            objective,
+            instance,
+            params,
+            super().choose_method(objective, instance, params),
         )
 
     def check(self, instance: Any, objective: str, params: Any) -> None:
         """What a solve would refuse before solving: ``min_duration`` without
         ``class_targets`` (an invalid instance for it, naming the field) and parameter
         combinations that do not apply to the instance (usage errors)."""
-        chosen = self.method_for(objective, instance, params)
-        if isinstance(chosen, M.Refused):
-            raise UsageError(chosen.reason)
+        reason = refusal(self.choose_method(objective, instance, params))
+        if reason is not None:
+            raise UsageError(reason)
 
     def verify(self, instance: ClientSelectionInstance, result: Result) -> Verification:
+        from . import verify as V
+
         return V.verify(instance, result.objective, result.objective_value, dict(result.tables))
 
 

@@ -17,8 +17,8 @@ import pyomo.environ as pyo
 
 from ...contract import Built
 from ...pyomo_ext import LinearRows
-from .algorithms import parallel_need_mbps
 from .data import ClientArrays, ClientSelectionInstance, SampleArrays
+from .inputs import parallel_feasible, parallel_need, testing_members
 
 INF = float("inf")
 
@@ -88,7 +88,11 @@ def _side_rows(
 
 
 def _objective(
-    m: pyo.ConcreteModel, arr: ClientArrays, members: np.ndarray, sel: list, objective: str
+    m: pyo.ConcreteModel,
+    arr: ClientArrays,
+    members: np.ndarray,
+    sel: list,
+    objective: str,
 ) -> float:
     """``obj`` of the count models; returns its scale (``weight_scale``, or 1)."""
     wmax = 1.0
@@ -173,20 +177,6 @@ def build_shared(
     return Built(m, Selection(members, scale))
 
 
-def parallel_need(inst: ClientSelectionInstance) -> np.ndarray:
-    """Bandwidth (Mbit/s) each client needs to finish by the deadline (0 without a budget)."""
-    arr = inst.arrays
-    if inst.bandwidth_budget_mbps is None or inst.update_mb is None:
-        return np.zeros(arr.n)
-    return parallel_need_mbps(arr.ready, arr.deadline, inst.update_mb)
-
-
-def parallel_feasible(inst: ClientSelectionInstance) -> np.ndarray:
-    """Clients that can finish alone with parallel uploads (and need finite bandwidth)."""
-    arr = inst.arrays
-    return arr.can_finish & np.isfinite(parallel_need(inst))
-
-
 def parallel_members(inst: ClientSelectionInstance) -> np.ndarray:
     arr = inst.arrays
     return np.flatnonzero((arr.allowed & parallel_feasible(inst)) | arr.forced)
@@ -206,23 +196,17 @@ def build_parallel(inst: ClientSelectionInstance, objective: str) -> Built:
     if inst.bandwidth_budget_mbps is not None and k:
         need = parallel_need(inst)[members] / inst.bandwidth_budget_mbps
         m.c_bandwidth = LinearRows.from_coo(
-            np.zeros(k, dtype=np.int64), np.arange(k), need, 1, np.array([-INF]), np.ones(1), sel
+            np.zeros(k, dtype=np.int64),
+            np.arange(k),
+            need,
+            1,
+            np.array([-INF]),
+            np.ones(1),
+            sel,
         )
     _side_rows(m, inst, arr, members, sel)
     scale = _objective(m, arr, members, sel, objective)
     return Built(m, Selection(members, scale))
-
-
-def testing_members(inst: ClientSelectionInstance, sa: SampleArrays) -> np.ndarray:
-    """Clients the testing model needs: allowed clients holding samples of a targeted
-    class or belonging to a ``group_min`` group, plus every must-include client."""
-    arr = inst.arrays
-    useful = np.zeros(arr.n, dtype=bool)
-    useful[sa.client] = True
-    if inst.group_min:  # a member without useful samples can still fill a quota
-        gpos = {g: j for j, g in enumerate(arr.groups)}
-        useful |= np.isin(arr.group, [gpos[g] for g, q in inst.group_min.items() if q > 0])
-    return np.flatnonzero((useful & arr.allowed) | arr.forced)
 
 
 def testing_reference(
@@ -320,7 +304,13 @@ def build_testing(
     tscale = np.maximum(targets, 1.0)
     # c_target[c]: sum_i samples_ic / target_c * share[i,c] = 1
     m.c_target = LinearRows.from_coo(
-        pk, k + np.arange(P), cnt / tscale[pk], C, targets / tscale, targets / tscale, xs
+        pk,
+        k + np.arange(P),
+        cnt / tscale[pk],
+        C,
+        targets / tscale,
+        targets / tscale,
+        xs,
     )
     # c_link[i,c]: share[i,c] - select[i] <= 0
     rows = np.concatenate([np.arange(P), np.arange(P)])

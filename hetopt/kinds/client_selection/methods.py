@@ -1,4 +1,4 @@
-"""The methods of ``client_selection`` and the choice among them (``method_for``).
+"""The methods of ``client_selection`` (the choice among them: :mod:`.inputs`).
 
 * :class:`CountMilp` / :class:`TestingMilp`: the MILPs (one build, one HiGHS solve);
 * :class:`Fast`: the exact combinatorial fast path (Moore-Hodgson, Lawler-Moore,
@@ -10,7 +10,7 @@
 * :class:`WithBaseline`: another method, plus FedCS's greedy as a reported baseline;
 * :class:`Refused`: parameters a solve rejects (``hetopt export`` still writes the MILP).
 
-:func:`choose` makes the choice the ``method``, ``formulation`` and ``baseline``
+:func:`.inputs.choose` makes the choice the ``method``, ``formulation`` and ``baseline``
 parameters and the instance call for, in the order earlier releases checked them (so
 the same input gets the same error). Every method's ``build`` is the MILP of its
 objective: what ``hetopt export`` writes whatever the method.
@@ -35,113 +35,35 @@ from ...contract import (
     RunMethodBase,
     SolveView,
 )
-from ...errors import InstanceError, UsageError
+from ...errors import UsageError
 from ...options import SolveOptions
 from ...pipeline import run_method
 from ...status import Status
-from .._shared.choice import Choice, ReportsChoice, chosen
+from .._shared.choice import ReportsChoice
 from .._shared.export import export_objective_of, rescale_objective
 from . import algorithms as A
 from . import formulations as F
-from .data import ClientArrays, ClientSelectionInstance, ClientSelectionParams, SampleArrays
+from .data import (
+    ClientSelectionInstance,
+    ClientSelectionParams,
+    SampleArrays,
+)
+from .inputs import (
+    TESTING,
+    _tol,
+    parallel_feasible,
+    parallel_need,
+    require_targets,
+)
 
 if TYPE_CHECKING:
     from ...pipeline import Session
 
 log = logging.getLogger(__name__)
 
-TESTING = "min_duration"
-"""The objective of Oort's testing-set selection (the other two count clients)."""
-
-LP_ROUND_PAIRS = 20_000
-"""``min_duration`` with more (client, class) pairs than this uses ``lp_round`` by default."""
-
 DEFAULT_MIP_REL_GAP = 1e-4
 """HiGHS's default ``mip_rel_gap`` (the whole-sample test of ``min_duration`` uses it
 unless the solve options set another)."""
-
-
-def _tol(arr: ClientArrays) -> float:
-    return A.REL_TOL * arr.deadline
-
-
-# ---------------------------------------------------------------------------- analysis
-def fast_path_blocker(inst: ClientSelectionInstance, objective: str) -> str | None:
-    """Why the exact fast path cannot solve this instance (``None``: it can)."""
-    if objective == TESTING:
-        return "min_duration has no combinatorial fast path"
-    if inst.group_min or inst.group_max:
-        return "group quotas need the MILP"
-    arr = inst.arrays
-    if inst.uplink == "shared":
-        if inst.must_include:
-            return "must_include needs the MILP with a shared uplink"
-        if objective == "max_weight":
-            cand = arr.allowed & arr.can_finish
-            if inst.max_clients is not None:
-                most = int(A.moore_hodgson(arr.upload[cand], arr.slack[cand], _tol(arr)).sum())
-                if most > inst.max_clients:
-                    return "max_clients binds, which Lawler-Moore's DP does not model"
-            plan = A.dp_plan(arr.upload[cand], arr.slack[cand], _tol(arr))
-            if plan is None:
-                return (
-                    "Lawler-Moore needs upload_s in multiples of 0.001 s and a table of at most "
-                    f"{A.DP_MAX_CELLS:,} cells"
-                )
-        return None
-    if objective == "max_weight" and inst.bandwidth_budget_mbps is not None:
-        return "a weighted knapsack needs the MILP"
-    return None
-
-
-def precheck(inst: ClientSelectionInstance, objective: str) -> str | None:
-    """A reason the instance is infeasible that needs no solver (``None``: none found)."""
-    arr = inst.arrays
-    nf = int(arr.forced.sum())
-    if inst.max_clients is not None and nf > inst.max_clients:
-        return f"must_include lists {nf} clients > max_clients = {inst.max_clients}"
-    if inst.group_min:
-        if objective == TESTING:
-            sa = SampleArrays.from_instance(inst)
-            eligible = np.zeros(arr.n, dtype=bool)
-            eligible[F.testing_members(inst, sa)] = True
-        elif inst.uplink == "shared":
-            eligible = (arr.allowed & arr.can_finish) | arr.forced
-        else:
-            eligible = (arr.allowed & F.parallel_feasible(inst)) | arr.forced
-        gpos = {g: j for j, g in enumerate(arr.groups)}
-        for g, q in inst.group_min.items():
-            have = int(np.sum(eligible & (arr.group == gpos[g])))
-            if have < q:
-                return f"group_min.{g} = {q} but only {have} client(s) of group {g!r} can take part"
-    if objective == TESTING or not nf:
-        return None
-    ok = arr.can_finish if inst.uplink == "shared" else F.parallel_feasible(inst)
-    bad = arr.forced & ~ok
-    if bad.any():
-        return f"must-include client {arr.ids[int(np.argmax(bad))]!r} cannot upload by the deadline"
-    if inst.uplink == "shared":
-        _, finish, _ = A.shared_schedule(arr.ready, arr.upload, arr.forced)
-        if np.nanmax(finish) > arr.deadline + _tol(arr):
-            return "the must-include clients alone cannot all upload by the deadline"
-    elif inst.bandwidth_budget_mbps is not None:
-        need = float(F.parallel_need(inst)[arr.forced].sum())
-        if need > inst.bandwidth_budget_mbps * (1 + A.REL_TOL):
-            return f"the must-include clients need {need:.6g} Mbit/s > the budget"
-    return None
-
-
-def require_targets(inst: ClientSelectionInstance) -> None:
-    if not inst.class_targets:
-        raise InstanceError(
-            "required for the min_duration objective (test samples wanted per class)",
-            "class_targets",
-        )
-
-
-def greedy_ok(inst: ClientSelectionInstance) -> bool:
-    """Whether FedCS's greedy applies (shared uplink, no must_include, no quotas)."""
-    return inst.uplink == "shared" and not (inst.must_include or inst.group_min or inst.group_max)
 
 
 # ---------------------------------------------------------------------------- tables
@@ -164,7 +86,7 @@ def selection_table(inst: ClientSelectionInstance, mask: np.ndarray) -> pd.DataF
     else:
         start = np.where(mask, arr.ready, np.nan)
         if inst.bandwidth_budget_mbps is not None:
-            need = F.parallel_need(inst)
+            need = parallel_need(inst)
             # each selected client gets exactly the bandwidth that ends its upload at D
             cols.update(
                 upload_start_s=start,
@@ -222,7 +144,10 @@ class CountMilp(ReportsChoice, BuildMethodBase):
         return _COUNT_BUILDERS[instance.uplink, params.formulation](instance, self.objective)
 
     def describe(
-        self, instance: ClientSelectionInstance, params: ClientSelectionParams, built: Built
+        self,
+        instance: ClientSelectionInstance,
+        params: ClientSelectionParams,
+        built: Built,
     ) -> dict[str, Any]:
         info: dict[str, Any] = {"method": "milp"}
         if instance.uplink == "shared":
@@ -250,7 +175,10 @@ class CountMilp(ReportsChoice, BuildMethodBase):
         return bound * built.layout.scale
 
     def export_objective(
-        self, instance: ClientSelectionInstance, params: ClientSelectionParams, built: Built
+        self,
+        instance: ClientSelectionInstance,
+        params: ClientSelectionParams,
+        built: Built,
     ) -> None:
         """The objective in its own unit (the model's is divided by ``layout.scale``)."""
         rescale_objective(built.model, built.layout.scale)
@@ -281,7 +209,10 @@ class TestingMilp(BuildMethodBase):
         return F.build_testing(instance, self.members)
 
     def describe(
-        self, instance: ClientSelectionInstance, params: ClientSelectionParams, built: Built
+        self,
+        instance: ClientSelectionInstance,
+        params: ClientSelectionParams,
+        built: Built,
     ) -> dict[str, Any]:
         return dict(self.details)
 
@@ -306,7 +237,8 @@ class TestingMilp(BuildMethodBase):
         found = A.integer_assignment(fixed, arr.sample_s[S], targets, pc, pk, cnt)
         if found is None:  # cannot happen for a feasible MILP selection; be honest anyway
             return Outcome(
-                status=Status.ERROR, termination="no whole-sample assignment for the selection"
+                status=Status.ERROR,
+                termination="no whole-sample assignment for the selection",
             )
         value, take = found
         nz = take > 0
@@ -349,7 +281,10 @@ class TestingMilp(BuildMethodBase):
         return bound * built.layout.scale
 
     def export_objective(
-        self, instance: ClientSelectionInstance, params: ClientSelectionParams, built: Built
+        self,
+        instance: ClientSelectionInstance,
+        params: ClientSelectionParams,
+        built: Built,
     ) -> None:
         """The objective in its own unit (the model's is divided by ``layout.scale``)."""
         rescale_objective(built.model, built.layout.scale)
@@ -367,7 +302,10 @@ class Testing(ReportsChoice, RunMethodBase):
         self.milp = milp
 
     def run(
-        self, session: Session, instance: ClientSelectionInstance, params: ClientSelectionParams
+        self,
+        session: Session,
+        instance: ClientSelectionInstance,
+        params: ClientSelectionParams,
     ) -> Outcome:
         method = TestingMilp(gap_tol=_gap_tol(session.options))
         outcome, _ = session.solve_method(method, instance, params)
@@ -377,7 +315,10 @@ class Testing(ReportsChoice, RunMethodBase):
         return self.milp.build(instance, params)
 
     def export_objective(
-        self, instance: ClientSelectionInstance, params: ClientSelectionParams, built: Built
+        self,
+        instance: ClientSelectionInstance,
+        params: ClientSelectionParams,
+        built: Built,
     ) -> None:
         export_objective_of(self.milp, instance, params, built)
 
@@ -394,7 +335,10 @@ class _Exports(ReportsChoice, RunMethodBase):
         return self.milp.build(instance, params)
 
     def export_objective(
-        self, instance: ClientSelectionInstance, params: ClientSelectionParams, built: Built
+        self,
+        instance: ClientSelectionInstance,
+        params: ClientSelectionParams,
+        built: Built,
     ) -> None:
         export_objective_of(self.milp, instance, params, built)
 
@@ -435,7 +379,7 @@ def fast_select(inst: ClientSelectionInstance, objective: str) -> tuple[np.ndarr
         assert plan is not None
         mask[cand[A.lawler_moore(plan.p, plan.d, arr.weight[cand])]] = True
         return mask, "lawler_moore"
-    feasible = arr.allowed & F.parallel_feasible(inst)
+    feasible = arr.allowed & parallel_feasible(inst)
     mask = arr.forced.copy()
     rest = feasible & ~arr.forced
     room = arr.n if K is None else K - int(arr.forced.sum())
@@ -445,7 +389,7 @@ def fast_select(inst: ClientSelectionInstance, objective: str) -> tuple[np.ndarr
             idx = idx[np.argsort(-arr.weight[idx], kind="stable")]
         mask[idx[:room]] = True
         return mask, "sort"
-    need = F.parallel_need(inst)
+    need = parallel_need(inst)
     left = inst.bandwidth_budget_mbps - float(need[arr.forced].sum())
     mask |= A.smallest_first(need, left, rest, room)
     return mask, "smallest_need_first"
@@ -455,7 +399,10 @@ class Fast(_Exports):
     """The exact fast path: Moore-Hodgson, Lawler-Moore or sorting (no solver)."""
 
     def run(
-        self, session: Session, instance: ClientSelectionInstance, params: ClientSelectionParams
+        self,
+        session: Session,
+        instance: ClientSelectionInstance,
+        params: ClientSelectionParams,
     ) -> Outcome:
         with session.timer("solve_s"):
             mask, name = fast_select(instance, self.objective)
@@ -490,7 +437,10 @@ class Greedy(_Exports):
     """FedCS's greedy heuristic (feasible, no bound)."""
 
     def run(
-        self, session: Session, instance: ClientSelectionInstance, params: ClientSelectionParams
+        self,
+        session: Session,
+        instance: ClientSelectionInstance,
+        params: ClientSelectionParams,
     ) -> Outcome:
         with session.timer("solve_s"):
             mask = greedy_mask(instance)
@@ -515,7 +465,10 @@ class WithBaseline(_Exports):
         self.inner = inner
 
     def run(
-        self, session: Session, instance: ClientSelectionInstance, params: ClientSelectionParams
+        self,
+        session: Session,
+        instance: ClientSelectionInstance,
+        params: ClientSelectionParams,
     ) -> Outcome:
         outcome = self.report_choice(
             run_method(session.kind, self.inner, instance, params, session)
@@ -541,7 +494,10 @@ class Infeasible(_Exports):
         self.method = "precheck"
 
     def run(
-        self, session: Session, instance: ClientSelectionInstance, params: ClientSelectionParams
+        self,
+        session: Session,
+        instance: ClientSelectionInstance,
+        params: ClientSelectionParams,
     ) -> Outcome:
         return _infeasible(self.reason, self.method)
 
@@ -565,7 +521,10 @@ class Refused(_Exports):
         self.reason = reason
 
     def run(
-        self, session: Session, instance: ClientSelectionInstance, params: ClientSelectionParams
+        self,
+        session: Session,
+        instance: ClientSelectionInstance,
+        params: ClientSelectionParams,
     ) -> Outcome:
         raise UsageError(self.reason)
 
@@ -585,12 +544,18 @@ class LpRound(_Exports):
         super().__init__(TESTING, milp)
 
     def run(
-        self, session: Session, instance: ClientSelectionInstance, params: ClientSelectionParams
+        self,
+        session: Session,
+        instance: ClientSelectionInstance,
+        params: ClientSelectionParams,
     ) -> Outcome:
         return self.report_choice(self._run(session, instance, params))
 
     def _run(
-        self, session: Session, instance: ClientSelectionInstance, params: ClientSelectionParams
+        self,
+        session: Session,
+        instance: ClientSelectionInstance,
+        params: ClientSelectionParams,
     ) -> Outcome:
         inst = instance
         t0 = time.perf_counter()
@@ -688,98 +653,3 @@ def _round_candidates(
         in_g = np.flatnonzero(arr.group[members[order]] == gpos[g])
         pick.update(members[order[in_g[: 2 * lo + 1]]].tolist())
     return np.array(sorted(pick), dtype=np.int64)
-
-
-# ---------------------------------------------------------------------------- the choice
-def _choose_testing(
-    objective: str, inst: ClientSelectionInstance, method: str, baseline: bool, milp: Method
-) -> Method:
-    require_targets(inst)
-    if method in ("fast", "greedy"):
-        return Refused(objective, milp, f"method {method!r} does not apply to min_duration")
-    reason = precheck(inst, objective)
-    if reason:
-        return Infeasible(objective, milp, reason)
-    choice: Choice | None = None
-    if method == "auto":
-        pairs = len(SampleArrays.from_instance(inst).client)
-        method = "lp_round" if pairs > LP_ROUND_PAIRS else "milp"
-        if method == "lp_round":
-            choice = Choice(
-                f"auto chose lp_round (LP relaxation, then a restricted MILP: feasible with "
-                f"a bound, optimal only when the bound is met) because {pairs:,} "
-                f"(client, class) pairs > {LP_ROUND_PAIRS:,}; method='milp' solves the full "
-                "MILP",
-                fallback=True,
-            )
-        else:
-            choice = Choice(
-                f"auto chose the MILP ({pairs:,} (client, class) pairs <= {LP_ROUND_PAIRS:,}); "
-                "method='lp_round' for large pools"
-            )
-    picked: Method = LpRound(milp) if method == "lp_round" else Testing(milp)
-    return chosen(picked, choice) if choice is not None else picked
-
-
-def _choose_count(
-    objective: str, inst: ClientSelectionInstance, method: str, baseline: bool, milp: Method
-) -> Method:
-    if method == "lp_round":
-        return Refused(objective, milp, "method 'lp_round' applies only to min_duration")
-    reason = precheck(inst, objective)
-    if reason:
-        return Infeasible(objective, milp, reason)
-    blocker = fast_path_blocker(inst, objective)
-    choice: Choice | None = None
-    if method == "auto":
-        method = "fast" if blocker is None else "milp"
-        if blocker is None:
-            choice = Choice("auto chose the exact fast path (no side constraint needs the MILP)")
-        else:
-            other = " or 'greedy' (FedCS's heuristic)" if greedy_ok(inst) else ""
-            choice = Choice(
-                f"auto fell back from the exact fast path to the MILP because {blocker}; "
-                f"choose method='milp' (the same, without this warning){other}",
-                fallback=True,
-            )
-    if method == "fast" and blocker is not None:
-        return Refused(objective, milp, f"the fast path does not apply: {blocker}")
-    if method == "greedy":
-        if not greedy_ok(inst):
-            return Refused(
-                objective,
-                milp,
-                "FedCS's greedy needs a shared uplink and no must_include or group quotas",
-            )
-        return Greedy(objective, milp)
-    picked: Method = Fast(objective, milp) if method == "fast" else CountMilp(objective, blocker)
-    if baseline and greedy_ok(inst):
-        picked = WithBaseline(objective, picked)
-    return chosen(picked, choice) if choice is not None else picked
-
-
-_CHOOSERS: Mapping[str, Callable[[str, ClientSelectionInstance, str, bool, Method], Method]] = {
-    "max_clients": _choose_count,
-    "max_weight": _choose_count,
-    TESTING: _choose_testing,
-}
-
-
-def choose(
-    objective: str, inst: ClientSelectionInstance, params: ClientSelectionParams, milp: Method
-) -> Method:
-    """The method a solve of ``objective`` runs with ``params`` (``milp``: the
-    objective's MILP, which every method exports)."""
-    method: str = params.method
-    formulation = params.formulation
-    if formulation != "erd":
-        if inst.uplink != "shared" or objective == TESTING:
-            return Refused(
-                objective, milp, "formulation 'disjunctive' applies to the shared-uplink MILP"
-            )
-        if method in ("fast", "greedy", "lp_round"):
-            return Refused(
-                objective, milp, f"formulation {formulation!r} needs method 'milp' or 'auto'"
-            )
-        method = "milp"
-    return _CHOOSERS[objective](objective, inst, method, params.baseline, milp)

@@ -15,25 +15,24 @@ decomposition (:mod:`.decompose`), a live policy for scheduler loops
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from ...contract import Column, Decomposer, Detail, Method, Objective, Params, Table
+from ...contract import Column, Detail, Objective, Params, Table
 from ...errors import InstanceError, UsageError
 from ...result import Result, Verification
-from ..base import Kind
-from . import elastic as E
-from . import methods as LP
-from . import policies as P
-from . import verify as V
+from ..base import Kind, LazyAttribute, LazyMethod, lazy_exports
 from .data import ElasticSpec, GpuClusterInstance, GpuJob, LoanedServer
-from .decompose import DECOMPOSER
-from .formulations import agnostic_throughputs
 from .generate import generate
+from .inputs import ELASTIC_OBJECTIVES, RECLAIM_PARAMS, check_elastic, require_steps
 from .inputs import check as check_inputs
-from .persistent import PersistentPolicy
 from .trace import read_gavel_trace, trace_to_instance
+
+if TYPE_CHECKING:
+    from .formulations import agnostic_throughputs
+    from .methods import DEFAULT_LP_METHOD as DEFAULT_LP_METHOD
+    from .persistent import PersistentPolicy
 
 __all__ = [
     "KIND",
@@ -50,7 +49,15 @@ __all__ = [
     "trace_to_instance",
 ]
 
-DEFAULT_LP_METHOD = LP.DEFAULT_LP_METHOD
+# imported on first use: defining KIND imports no Pyomo, HiGHS or pandas (issue 19)
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "DEFAULT_LP_METHOD": ".methods",
+        "PersistentPolicy": ".persistent",
+        "agnostic_throughputs": ".formulations",
+    },
+)
 
 
 class GpuClusterParams(Params):
@@ -332,17 +339,21 @@ OBJECTIVES = (
 TIME_SHARING = "time_sharing"
 SPACE_SHARING = "space_sharing"
 
-BY_VARIANT: dict[tuple[str, str], Method] = {
-    ("max_min_fairness", TIME_SHARING): LP.MaxMinFairness(),
-    ("makespan", TIME_SHARING): LP.Makespan(),
-    ("max_min_fairness_water_filling", TIME_SHARING): P.WaterFilling(),
-    ("finish_time_fairness", TIME_SHARING): P.FinishTimeFairness(),
-    ("max_total_throughput", TIME_SHARING): P.MaxTotalThroughput(),
-    ("min_cost", TIME_SHARING): P.MinCost(),
-    ("max_progress", TIME_SHARING): E.MaxProgress(),
-    ("reclaim", TIME_SHARING): E.Reclaim(),
-    ("max_min_fairness", SPACE_SHARING): LP.MaxMinSpaceSharing(),
-    ("makespan", SPACE_SHARING): LP.MakespanSpaceSharing(),
+_LP = "hetopt.kinds.gpu_cluster.methods"
+_P = "hetopt.kinds.gpu_cluster.policies"
+_E = "hetopt.kinds.gpu_cluster.elastic"
+
+BY_VARIANT: dict[tuple[str, str], LazyMethod] = {
+    ("max_min_fairness", TIME_SHARING): LazyMethod(f"{_LP}:MaxMinFairness"),
+    ("makespan", TIME_SHARING): LazyMethod(f"{_LP}:Makespan"),
+    ("max_min_fairness_water_filling", TIME_SHARING): LazyMethod(f"{_P}:WaterFilling"),
+    ("finish_time_fairness", TIME_SHARING): LazyMethod(f"{_P}:FinishTimeFairness"),
+    ("max_total_throughput", TIME_SHARING): LazyMethod(f"{_P}:MaxTotalThroughput"),
+    ("min_cost", TIME_SHARING): LazyMethod(f"{_P}:MinCost"),
+    ("max_progress", TIME_SHARING): LazyMethod(f"{_E}:MaxProgress"),
+    ("reclaim", TIME_SHARING): LazyMethod(f"{_E}:Reclaim"),
+    ("max_min_fairness", SPACE_SHARING): LazyMethod(f"{_LP}:MaxMinSpaceSharing"),
+    ("makespan", SPACE_SHARING): LazyMethod(f"{_LP}:MakespanSpaceSharing"),
 }
 """(objective, variant) -> method; the variant is ``space_sharing`` when the instance has
 a ``colocation`` list."""
@@ -354,14 +365,14 @@ class GpuClusterKind(Kind):
     objectives = OBJECTIVES
     instance_model = GpuClusterInstance
     params_model = GpuClusterParams
-    methods: ClassVar[dict[str, Method]] = {
-        o.name: BY_VARIANT[(o.name, TIME_SHARING)] for o in OBJECTIVES
-    }
+    methods = {o.name: BY_VARIANT[(o.name, TIME_SHARING)] for o in OBJECTIVES}
     tables = (ALLOCATION, JOBS, ELASTIC_ALLOCATION, CAPACITY, LOANED_SERVERS, RECLAIM_JOBS)
     details = DETAILS
-    decomposer: ClassVar[Decomposer | None] = DECOMPOSER
+    decomposer = LazyAttribute("hetopt.kinds.gpu_cluster.decompose:DECOMPOSER")
 
-    def method_for(self, objective: str, instance: GpuClusterInstance, params: Any) -> Method:
+    def choose_method(
+        self, objective: str, instance: GpuClusterInstance, params: Any
+    ) -> LazyMethod:
         variant = SPACE_SHARING if instance.colocation else TIME_SHARING
         method = BY_VARIANT.get((objective, variant))
         if method is None:
@@ -378,15 +389,15 @@ class GpuClusterKind(Kind):
           modelled by ``max_min_fairness`` and ``makespan`` only).
         * ``max_progress``: ``steps_remaining`` on every job; ``reclaim``:
           ``loaned_servers`` and at most as many ``servers`` as can be returned; neither
-          takes ``agnostic`` (:func:`.elastic.check`).
+          takes ``agnostic`` (:func:`.inputs.check_elastic`).
         * The time-share objectives: no elastic job (``jobs[i].elastic``) and no
           ``loanable`` capacity (they allocate the owned ``workers``), no reclaim
           parameter; ``steps_remaining`` for ``makespan`` and ``finish_time_fairness``;
           ``cost_per_hour`` (and steps for jobs with an SLO) for ``min_cost``.
         """
-        self.method_for(objective, instance, params)
-        if objective in E.OBJECTIVES:
-            E.check(instance, objective, params)
+        self.choose_method(objective, instance, params)
+        if objective in ELASTIC_OBJECTIVES:
+            check_elastic(instance, objective, params)
             return
         for i, job in enumerate(instance.jobs):
             if job.elastic is not None:
@@ -402,16 +413,20 @@ class GpuClusterKind(Kind):
                 f"{objective!r} allocates the owned workers (drop loanable)",
                 "loanable",
             )
-        given = sorted(set(E.RECLAIM_PARAMS) & params.model_fields_set)
+        given = sorted(set(RECLAIM_PARAMS) & params.model_fields_set)
         if given:
             raise UsageError(f"{', '.join(given)}: only the reclaim objective takes it")
         if objective in ("makespan", "finish_time_fairness"):
-            LP.require_steps(instance, objective)
+            require_steps(instance, objective)
         elif objective == "min_cost":
+            from . import policies as P
+
             P.min_cost_inputs(instance)
         check_inputs(instance, objective)  # weights within what HiGHS can honour
 
     def verify(self, instance: GpuClusterInstance, result: Result) -> Verification:
+        from . import verify as V
+
         if result.objective == "max_progress":
             return V.verify_max_progress(instance, result)
         if result.objective == "reclaim":

@@ -31,10 +31,11 @@ import pyomo.environ as pyo
 from pyomo.core.expr.numeric_expr import LinearExpression
 
 from ...contract import BuildMethodBase, Built, Outcome, SolveView
-from ...errors import InstanceError, UsageError
 from ...options import SolveOptions
 from ...pyomo_ext import LinearRows
 from .data import GpuClusterInstance
+from .inputs import ELASTIC_OBJECTIVES as OBJECTIVES
+from .inputs import reclaimable
 
 if TYPE_CHECKING:
     from . import GpuClusterParams
@@ -44,61 +45,9 @@ HOUR_S = 3600.0
 """Seconds per hour: ``max_progress`` reports remaining work finished per hour (O(1) for
 jobs of hours, where per second would sit near HiGHS's tolerances)."""
 
-MAX_PROGRESS = "max_progress"
-RECLAIM = "reclaim"
-OBJECTIVES = (MAX_PROGRESS, RECLAIM)
-RECLAIM_PARAMS = ("servers", "server_type", "shrink_cost")
-"""Parameters only ``reclaim`` reads."""
+MAX_PROGRESS, RECLAIM = OBJECTIVES
 
 KEEP, SHRINK, PREEMPT = "keep", "shrink", "preempt"
-
-
-# --------------------------------------------------------------------------- checks
-def check(instance: GpuClusterInstance, objective: str, params: GpuClusterParams) -> None:
-    """What ``objective`` needs: steps for ``max_progress``, a placement on loaned
-    servers and a feasible ``servers`` for ``reclaim``; ``agnostic`` is refused."""
-    if params.agnostic:
-        raise UsageError(
-            f"agnostic is not defined for {objective}: it chooses GPU types and worker counts"
-        )
-    if objective == MAX_PROGRESS:
-        given = sorted(set(RECLAIM_PARAMS) & params.model_fields_set)
-        if given:
-            raise UsageError(f"{', '.join(given)}: only the reclaim objective takes it")
-        for i, job in enumerate(instance.jobs):
-            if job.steps_remaining is None:
-                raise InstanceError(
-                    "required for the max_progress objective (steps the job still has to run)",
-                    f"jobs[{i}].steps_remaining",
-                )
-        return
-    if instance.loaned_servers is None:
-        raise InstanceError(
-            "required for the reclaim objective: the loaned servers and the jobs on them",
-            "loaned_servers",
-        )
-    types = {s.worker_type for s in instance.loaned_servers}
-    if params.server_type is not None and params.server_type not in types:
-        raise UsageError(
-            f"server_type {params.server_type!r} names no loaned server; their types: "
-            f"{', '.join(sorted(types))}"
-        )
-    candidates = len(reclaimable(instance, params.server_type))
-    if params.servers > candidates:
-        what = f"of type {params.server_type!r} " if params.server_type is not None else ""
-        raise UsageError(
-            f"servers must be <= {candidates} (the loaned servers {what}to return from), "
-            f"got {params.servers}"
-        )
-
-
-def reclaimable(instance: GpuClusterInstance, server_type: str | None) -> list[int]:
-    """Indices of the loaned servers ``reclaim`` may return."""
-    return [
-        k
-        for k, s in enumerate(instance.loaned_servers or [])
-        if server_type is None or s.worker_type == server_type
-    ]
 
 
 # --------------------------------------------------------------------------- max_progress

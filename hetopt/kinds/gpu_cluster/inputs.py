@@ -7,10 +7,15 @@ solve. Each problem is one :class:`~hetopt.InstanceError` naming the field.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from ...errors import InstanceError
+from ...errors import InstanceError, UsageError
 from .data import GpuClusterInstance
+
+if TYPE_CHECKING:
+    from . import GpuClusterParams
 
 MAX_WEIGHT_RATIO = 1e9
 """Largest ratio of two jobs' (effective) weights the max-min objectives accept.
@@ -27,17 +32,33 @@ MAX_MIN_OBJECTIVES = ("max_min_fairness", "max_min_fairness_water_filling")
 STEPS_OBJECTIVES = ("makespan", "finish_time_fairness")
 """Objectives that need every job's ``steps_remaining``."""
 
+ELASTIC_OBJECTIVES = ("max_progress", "reclaim")
+"""Lyra's objectives (:mod:`.elastic`): whole GPUs, elastic jobs, loaned servers."""
+
+RECLAIM_PARAMS = ("servers", "server_type", "shrink_cost")
+"""Parameters only ``reclaim`` reads."""
+
+
+def require_steps(inst: GpuClusterInstance, objective: str = "makespan") -> None:
+    """Every job needs ``steps_remaining`` for ``objective``."""
+    for i, job in enumerate(inst.jobs):
+        if job.steps_remaining is None:
+            raise InstanceError(
+                f"required for the {objective} objective (steps the job still has to run)",
+                f"jobs[{i}].steps_remaining",
+            )
+
 
 def check(instance: GpuClusterInstance, objective: str) -> None:
     """Raise :class:`~hetopt.InstanceError` when ``instance`` lacks what ``objective``
     needs: ``steps_remaining`` on every job (makespan, finish-time fairness); a positive
     ``cost_per_hour`` for every usable type and ``steps_remaining`` on every job with a
     ``deadline_s`` (min_cost); weights within :data:`MAX_WEIGHT_RATIO` (max-min)."""
-    from . import policies as P
-
     if objective in STEPS_OBJECTIVES:
-        P.require_steps(instance, objective)
+        require_steps(instance, objective)
     elif objective == "min_cost":
+        from . import policies as P
+
         P._costs(instance)
         P.slo_need(instance)
     elif objective in MAX_MIN_OBJECTIVES:
@@ -48,10 +69,13 @@ def check_weight_ratio(instance: GpuClusterInstance, objective: str) -> None:
     """Weights (entity weights split over their jobs for water-filling) within
     :data:`MAX_WEIGHT_RATIO` of each other; the error names the outlier's field (the
     extreme weight farther from the others' median)."""
-    from . import policies as P
-
     water = objective == "max_min_fairness_water_filling"
-    w = P.entity_weights(instance) if water else instance.arrays.weight
+    if water:
+        from . import policies as P
+
+        w = P.entity_weights(instance)
+    else:
+        w = instance.arrays.weight
     lo, hi = int(np.argmin(w)), int(np.argmax(w))
     ratio = float(w[hi] / w[lo])
     if ratio <= MAX_WEIGHT_RATIO:
@@ -78,3 +102,51 @@ def check_weight_ratio(instance: GpuClusterInstance, objective: str) -> None:
         "solver's tolerances): bring the weights closer together",
         field,
     )
+
+
+# --------------------------------------------------------------------------- Lyra (elastic)
+def check_elastic(instance: GpuClusterInstance, objective: str, params: GpuClusterParams) -> None:
+    """What ``objective`` needs: steps for ``max_progress``, a placement on loaned
+    servers and a feasible ``servers`` for ``reclaim``; ``agnostic`` is refused."""
+    if params.agnostic:
+        raise UsageError(
+            f"agnostic is not defined for {objective}: it chooses GPU types and worker counts"
+        )
+    if objective == "max_progress":
+        given = sorted(set(RECLAIM_PARAMS) & params.model_fields_set)
+        if given:
+            raise UsageError(f"{', '.join(given)}: only the reclaim objective takes it")
+        for i, job in enumerate(instance.jobs):
+            if job.steps_remaining is None:
+                raise InstanceError(
+                    "required for the max_progress objective (steps the job still has to run)",
+                    f"jobs[{i}].steps_remaining",
+                )
+        return
+    if instance.loaned_servers is None:
+        raise InstanceError(
+            "required for the reclaim objective: the loaned servers and the jobs on them",
+            "loaned_servers",
+        )
+    types = {s.worker_type for s in instance.loaned_servers}
+    if params.server_type is not None and params.server_type not in types:
+        raise UsageError(
+            f"server_type {params.server_type!r} names no loaned server; their types: "
+            f"{', '.join(sorted(types))}"
+        )
+    candidates = len(reclaimable(instance, params.server_type))
+    if params.servers > candidates:
+        what = f"of type {params.server_type!r} " if params.server_type is not None else ""
+        raise UsageError(
+            f"servers must be <= {candidates} (the loaned servers {what}to return from), "
+            f"got {params.servers}"
+        )
+
+
+def reclaimable(instance: GpuClusterInstance, server_type: str | None) -> list[int]:
+    """Indices of the loaned servers ``reclaim`` may return."""
+    return [
+        k
+        for k, s in enumerate(instance.loaned_servers or [])
+        if server_type is None or s.worker_type == server_type
+    ]

@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 
 from ...contract import UNSET, BuildMethodBase, Built, Outcome, SolveView
-from ...errors import InstanceError
 from ...status import Status
 from . import formulations as F
 from . import maxmin as M
 from . import verify as V
 from .data import GpuClusterInstance
+from .inputs import require_steps
 
 if TYPE_CHECKING:
     from ...pipeline import Session
@@ -28,16 +28,6 @@ DEFAULT_LP_METHOD = "ipm"
 """Measured on Gavel-generated instances (``benchmarks/bench_gpu_cluster.py``, notes on
 issue 2): interior point is several times faster than dual simplex on these LPs from a
 cold start, once they have thousands of job rows (below: :attr:`OneLP.simplex_max_rows`)."""
-
-
-def require_steps(inst: GpuClusterInstance, objective: str = "makespan") -> None:
-    """Every job needs ``steps_remaining`` for ``objective``."""
-    for i, job in enumerate(inst.jobs):
-        if job.steps_remaining is None:
-            raise InstanceError(
-                f"required for the {objective} objective (steps the job still has to run)",
-                f"jobs[{i}].steps_remaining",
-            )
 
 
 def allocation_throughputs(inst: GpuClusterInstance, agnostic: bool) -> np.ndarray | None:

@@ -16,20 +16,14 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-import pandas as pd
-
-from ...contract import Method
 from ...errors import InstanceError
 from ...options import SolveOptions
 from ...result import Result, Verification
 from .._shared.choice import CHOICE_DETAIL, Choice, chosen
-from ..base import Kind, Objective, UsageError
-from . import verify as V
+from ..base import Kind, LazyMethod, MethodEntry, MethodTable, Objective, UsageError
 from .data import Agent, HumanRobotInstance, Precedence, Task, TeamArrays
-from .decomposition import Decomposition
-from .exact import Exact
 from .fjsp import fjsp_to_instance
 from .params import HumanRobotParams, parse_fixed, setup
 from .plot import plot_gantt
@@ -55,6 +49,9 @@ __all__ = [
     "start_order",
 ]
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 log = logging.getLogger(__name__)
 
 EXACT_MAX_TASKS = 15
@@ -72,11 +69,21 @@ OBJECTIVES = (
     ),
 )
 
-METHODS: dict[tuple[str, str], Method] = {
-    **{(o.name, "exact"): Exact(o.name) for o in OBJECTIVES},
-    **{(o.name, "decomposition"): Decomposition(o.name) for o in OBJECTIVES},
-}
-"""(objective, method) -> the method object."""
+METHODS = MethodTable(
+    {
+        **{
+            (o.name, "exact"): LazyMethod("hetopt.kinds.human_robot.exact:Exact", o.name)
+            for o in OBJECTIVES
+        },
+        **{
+            (o.name, "decomposition"): LazyMethod(
+                "hetopt.kinds.human_robot.decomposition:Decomposition", o.name
+            )
+            for o in OBJECTIVES
+        },
+    }
+)
+"""(objective, method) -> the method object (imported on lookup; ``entry`` does not)."""
 
 
 def auto_method(arr: TeamArrays) -> str:
@@ -107,15 +114,15 @@ class HumanRobotKind(Kind):
     objectives = OBJECTIVES
     instance_model = HumanRobotInstance
     params_model = HumanRobotParams
-    methods: ClassVar[Mapping[str, Method]] = {o.name: METHODS[o.name, "exact"] for o in OBJECTIVES}
+    methods = {o.name: METHODS.entry((o.name, "exact")) for o in OBJECTIVES}
     tables = TABLES
     details = (*DETAILS, *ROLLING_DETAILS, CHOICE_DETAIL)
     replanner: ClassVar[HumanRobotReplanner] = HumanRobotReplanner()
     """The hooks :func:`hetopt.rolling.rolling_schedule` calls."""
 
-    def method_for(
+    def choose_method(
         self, objective: str, instance: HumanRobotInstance, params: HumanRobotParams
-    ) -> Method:
+    ) -> MethodEntry:
         """``params.method`` for ``objective`` (``auto``: :func:`auto_method`)."""
         arr = instance.arrays
         _needs_a_human(arr, objective)  # export builds through here too
@@ -124,10 +131,13 @@ class HumanRobotKind(Kind):
         else:
             method, choice = params.method, None
         if (objective, method) not in METHODS:  # an objective the kind does not offer
-            return super().method_for(objective, instance, params)
+            return super().choose_method(objective, instance, params)
+        entry = METHODS.entry((objective, method))
         if choice is None:
-            return METHODS[objective, method]
-        return chosen(METHODS[objective, method], choice)
+            return entry
+        return (
+            entry.then(chosen, choice) if isinstance(entry, LazyMethod) else chosen(entry, choice)
+        )
 
     def check(self, instance: HumanRobotInstance, objective: str, params: HumanRobotParams) -> None:
         """``max_human_workload`` needs a human (an invalid instance for it, naming
@@ -138,6 +148,8 @@ class HumanRobotKind(Kind):
         setup(arr, params)
 
     def verify(self, instance: HumanRobotInstance, result: Result) -> Verification:
+        from . import verify as V
+
         fixed = result.info.get("fixed") if result.info else None
         now = result.info.get("now_s") if result.info else None
         return V.verify(

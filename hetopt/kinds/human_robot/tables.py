@@ -4,12 +4,15 @@ the functions that fill the tables from a schedule (agent per task + start times
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ...contract import Column, Detail, Table
 from .data import TeamArrays
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SCHEDULE = Table(
     "schedule",
@@ -94,6 +97,8 @@ DETAILS = (
 
 def conflict_table(arcs: list[tuple[str, str]]) -> pd.DataFrame:
     """The ``conflict`` table of (label, description) pairs (first description per label)."""
+    import pandas as pd  # on use: declaring the tables imports no pandas (issue 19)
+
     seen: dict[str, str] = {}
     for label, text in arcs:
         seen.setdefault(label, text)
@@ -104,6 +109,8 @@ def schedule_tables(
     arr: TeamArrays, agent_of: np.ndarray, starts: np.ndarray
 ) -> dict[str, pd.DataFrame]:
     """``schedule``, ``locations`` and ``agents`` tables of a schedule."""
+    import pandas as pd
+
     n = arr.num_tasks
     dur = arr.duration[np.arange(n), agent_of]
     ends = starts + dur

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ...contract import Column, Detail, Method, Table
+from ...contract import Column, Detail, Table
 from ...errors import UsageError
 from ...result import Result, Verification
-from ..base import Kind, Objective
-from . import verify as V
+from ..base import Kind, LazyMethod, MethodEntry, Objective
 from .data import Bucket, GpuType, LlmServingInstance, Trace
-from .methods import MinCost, PdSplit, Provision, Routing, TwoStageMinCost
 from .params import APPLIES_TO, LlmServingParams
 
 __all__ = [
@@ -151,6 +149,9 @@ VARIANT_PARAM = {"min_max_load": "provision", "min_cost": "min_cost_method"}
 """Objective -> the parameter that picks among its methods (``variants``)."""
 
 
+_M = "hetopt.kinds.llm_serving.methods"
+
+
 class LlmServingKind(Kind):
     name = "llm_serving"
     description = (
@@ -180,20 +181,20 @@ class LlmServingKind(Kind):
     )
     instance_model = LlmServingInstance
     params_model = LlmServingParams
-    methods: ClassVar[dict[str, Method]] = {
-        "min_cost": MinCost(),
-        "min_max_load": Routing(),
-        "pd_split": PdSplit(),
+    methods = {
+        "min_cost": LazyMethod(f"{_M}:MinCost"),
+        "min_max_load": LazyMethod(f"{_M}:Routing"),
+        "pd_split": LazyMethod(f"{_M}:PdSplit"),
     }
-    variants: ClassVar[dict[tuple[str, str], Method]] = {
-        ("min_max_load", "cost"): Provision("cost"),
-        ("min_max_load", "count"): Provision("count"),
-        ("min_cost", "two_stage"): TwoStageMinCost(),
+    variants: ClassVar[dict[tuple[str, str], LazyMethod]] = {
+        ("min_max_load", "cost"): LazyMethod(f"{_M}:Provision", "cost"),
+        ("min_max_load", "count"): LazyMethod(f"{_M}:Provision", "count"),
+        ("min_cost", "two_stage"): LazyMethod(f"{_M}:TwoStageMinCost"),
     }
     tables = (INSTANCES, ROUTING, UTILIZATION, POOLS)
     details = DETAILS
 
-    def method_for(self, objective: str, instance: Any, params: Any) -> Method:
+    def choose_method(self, objective: str, instance: Any, params: Any) -> MethodEntry:
         """The objective's method; a parameter picks among variants (``VARIANT_PARAM``);
         parameters that do not apply to the objective are a usage error."""
         given = set(params.model_fields_set) - APPLIES_TO.get(objective, frozenset())
@@ -204,9 +205,11 @@ class LlmServingKind(Kind):
             )
         switch = VARIANT_PARAM.get(objective)
         variant = self.variants.get((objective, getattr(params, switch))) if switch else None
-        return variant or super().method_for(objective, instance, params)
+        return variant or super().choose_method(objective, instance, params)
 
     def verify(self, instance: LlmServingInstance, result: Result) -> Verification:
+        from . import verify as V
+
         return V.verify(
             instance, result.objective, result.objective_value, result.tables, result.info
         )

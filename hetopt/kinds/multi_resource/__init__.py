@@ -20,11 +20,8 @@ from typing import Any
 
 from ...contract import Column, Detail, Table
 from ...options import SolveOptions
-from ...pipeline import Session
 from ...result import Result, Verification
-from ..base import Kind, Objective
-from . import methods as M
-from . import verify as V
+from ..base import Kind, LazyAttribute, LazyMethod, Objective
 from .data import (
     Affinity,
     AntiAffinity,
@@ -35,8 +32,7 @@ from .data import (
     Server,
     Spread,
 )
-from .decompose import DECOMPOSER
-from .methods import FRAGMENTATION_TIME_LIMIT_S, MultiResourceParams
+from .params import FRAGMENTATION_TIME_LIMIT_S, MultiResourceParams
 
 __all__ = [
     "FRAGMENTATION_TIME_LIMIT_S",
@@ -265,14 +261,19 @@ class MultiResourceKind(Kind):
     )
     instance_model = MultiResourceInstance
     params_model = MultiResourceParams
-    methods = {"max_total_throughput": M.Throughput(), "min_cost": M.MinCost()}
+    methods = {
+        "max_total_throughput": LazyMethod("hetopt.kinds.multi_resource.methods:Throughput"),
+        "min_cost": LazyMethod("hetopt.kinds.multi_resource.methods:MinCost"),
+    }
     tables = (PLACEMENT, SERVERS, VIOLATIONS, CONFLICT)
     details = DETAILS
-    decomposer = DECOMPOSER
+    decomposer = LazyAttribute("hetopt.kinds.multi_resource.decompose:DECOMPOSER")
 
     def check(self, instance: MultiResourceInstance, objective: str, params: Any) -> None:
         """``min_cost`` needs every server's ``cost_per_hour``."""
         if objective == "min_cost":
+            from . import methods as M
+
             M.require_costs(instance)
 
     def _config_bound(
@@ -280,9 +281,14 @@ class MultiResourceKind(Kind):
     ) -> tuple[dict[str, Any], dict[int, int]]:
         """Solve the configuration-only knapsack on its own: its details and its profile
         per job (:func:`methods.config_bound`)."""
+        from ...pipeline import Session
+        from . import methods as M
+
         return M.config_bound(Session(self, options), instance)
 
     def verify(self, instance: MultiResourceInstance, result: Result) -> Verification:
+        from . import verify as V
+
         return V.verify(
             instance,
             result.objective_value,

@@ -17,15 +17,14 @@ from ...contract import Column, Detail, Method, Table
 from ...errors import InstanceError, UsageError
 from ...result import Result, Verification
 from .._shared.choice import CHOICE_DETAIL
-from ..base import Kind, Objective
-from . import verify as V
+from ..base import Kind, LazyMethod, Objective
 from .data import Core, MulticoreArrays, MulticoreInstance, Task, Window, with_limits
 from .fjsp import fjsp_to_multicore
 from .generate import FAMILIES, generate
+from .goals import check_formulation
 from .heuristics import list_schedule
-from .pareto import Pareto
+from .params import MulticoreParams
 from .plotting import plot_gantt, plot_pareto
-from .solve import MulticoreParams, Refused, Relaxation, Scheduled, check_formulation
 
 __all__ = [
     "FAMILIES",
@@ -135,17 +134,28 @@ DETAILS = (
     Detail("min_makespan_s", "float", "shortest makespan (left end of the front)", "s"),
 )
 
-_PARETO = Pareto()
+_SOLVE = "hetopt.kinds.multicore.solve"
+REFUSED = {("pareto", True): "relaxation is not offered for the pareto objective"}
+"""(objective, ``relaxation``) -> why that combination is not offered (``hetopt export``
+still writes the model; a solve raises a :class:`~hetopt.UsageError`)."""
+_PARETO = LazyMethod("hetopt.kinds.multicore.pareto:Pareto")
 
-METHODS: Mapping[tuple[str, bool], Method] = {
-    ("makespan", False): Scheduled("makespan"),
-    ("energy", False): Scheduled("energy"),
+
+def _refused(method: Method, reason: str) -> Method:
+    from .solve import Refused
+
+    return Refused(method, reason)
+
+
+METHODS: Mapping[tuple[str, bool], LazyMethod] = {
+    ("makespan", False): LazyMethod(f"{_SOLVE}:Scheduled", "makespan"),
+    ("energy", False): LazyMethod(f"{_SOLVE}:Scheduled", "energy"),
     ("pareto", False): _PARETO,
-    ("weighted_completion", False): Scheduled("weighted_completion"),
-    ("makespan", True): Relaxation("makespan"),
-    ("energy", True): Relaxation("energy"),
-    ("weighted_completion", True): Relaxation("weighted_completion"),
-    ("pareto", True): Refused(_PARETO, "relaxation is not offered for the pareto objective"),
+    ("weighted_completion", False): LazyMethod(f"{_SOLVE}:Scheduled", "weighted_completion"),
+    ("makespan", True): LazyMethod(f"{_SOLVE}:Relaxation", "makespan"),
+    ("energy", True): LazyMethod(f"{_SOLVE}:Relaxation", "energy"),
+    ("weighted_completion", True): LazyMethod(f"{_SOLVE}:Relaxation", "weighted_completion"),
+    ("pareto", True): _PARETO.then(_refused, REFUSED["pareto", True]),
 }
 """(objective, ``relaxation``) -> method."""
 
@@ -198,9 +208,10 @@ class MulticoreKind(Kind):
         ``weighted_completion`` sums over jobs: either every task names its ``job`` or
         none does (then each task is a job of its own); a mix is most likely a forgotten
         ``job`` field, which would count that task as a separate job of weight 1."""
-        method = self.method_for(objective, instance, params)
-        if isinstance(method, Refused):
-            raise UsageError(method.reason)
+        self.choose_method(objective, instance, params)
+        refused = REFUSED.get((objective, params.relaxation))
+        if refused is not None:
+            raise UsageError(refused)
         check_formulation(instance.arrays, params.formulation, objective)
         if objective != "weighted_completion":
             return
@@ -214,12 +225,14 @@ class MulticoreKind(Kind):
                 field=f"tasks[{i}].job",
             )
 
-    def method_for(self, objective: str, instance: Any, params: Any) -> Method:
+    def choose_method(self, objective: str, instance: Any, params: Any) -> Any:
         """``relaxation=True`` picks the LP-relaxation method (refused for pareto)."""
         method = METHODS.get((objective, params.relaxation))
-        return method if method is not None else super().method_for(objective, instance, params)
+        return method if method is not None else super().choose_method(objective, instance, params)
 
     def verify(self, instance: MulticoreInstance, result: Result) -> Verification:
+        from . import verify as V
+
         return V.verify(instance, result.objective, result.objective_value, dict(result.tables))
 
 
