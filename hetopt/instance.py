@@ -202,6 +202,10 @@ class RecordBase(BaseModel):
         # built on its own in Python gets the same leniency here
         _lenient(lambda d: super(RecordBase, self).__init__(**d), data)
 
+    # records validated inside an instance go straight through pydantic (see
+    # InstanceBase: a custom __init__ would be called per record and validate again)
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
 
 class InstanceBase(BaseModel):
     """Base of every kind's instance model: strict, frozen, no unknown fields.
@@ -269,6 +273,12 @@ class InstanceBase(BaseModel):
             super().__init__(**data)
         except ValidationError as exc:
             raise validation_to_instance_error(exc, None) from None
+
+    # Only keyword construction needs the error conversion above (``from_dict`` converts
+    # its own). Marked as pydantic's base ``__init__`` so that ``model_validate`` does not
+    # route through it: a custom ``__init__`` made pydantic validate twice per
+    # ``from_dict`` (every model validator, the magnitude scan, the columnar wrap).
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str | None = None) -> Any:
