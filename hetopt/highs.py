@@ -20,20 +20,29 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import highspy
 import numpy as np
-import pyomo.environ as pyo
 import scipy.sparse  # noqa: F401  (imported here so the first compile does not pay for it)
-from pyomo.common.errors import InfeasibleConstraintException
-from pyomo.core.base.component import ActiveComponent
-from pyomo.repn.plugins.standard_form import LinearStandardFormCompiler
 
 from .errors import OptionsError, SolveError
 from .options import SolveOptions
-from .pyomo_ext import LinearRows
 from .status import Status
+
+# Pyomo is imported by the functions that compile Pyomo models (``compile_model``), not
+# here: a kind that hands HiGHS arrays (gpu_cluster's max-min LPs) never imports it.
+if TYPE_CHECKING:
+    import pyomo.environ as pyo
+else:
+
+    def __getattr__(name: str) -> Any:
+        if name == "LinearRows":  # formerly imported here; it lives in hetopt.pyomo_ext
+            from .pyomo_ext import LinearRows
+
+            return LinearRows
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _HighsClass: Any
 try:  # the bare core class does not print HiGHS's banner on construction
@@ -116,7 +125,13 @@ def compile_model(model: pyo.ConcreteModel) -> CompiledModel:
     Ordinary constraints go through Pyomo's ``LinearStandardFormCompiler`` (mixed form);
     :class:`~hetopt.pyomo_ext.LinearRows` blocks are copied as matrices.
     """
+    import pyomo.environ as pyo
     import scipy.sparse as sp
+    from pyomo.common.errors import InfeasibleConstraintException
+    from pyomo.core.base.component import ActiveComponent
+    from pyomo.repn.plugins.standard_form import LinearStandardFormCompiler
+
+    from .pyomo_ext import LinearRows
 
     objs = list(model.component_data_objects(pyo.Objective, active=True))
     if len(objs) != 1:

@@ -192,3 +192,15 @@ def test_solve_imports_none_of_the_other_methods_of_its_kind() -> None:
     ]
     assert sorted(m for m in others if m in modules) == []
     assert "hetopt.decompose" not in modules
+
+
+@pytest.mark.parametrize("objective", ["max_min_fairness", "makespan"])
+def test_gpu_cluster_array_solve_imports_no_pyomo(objective: str) -> None:
+    """The gpu_cluster max-min and makespan LPs go to HiGHS as arrays (``compile_lp``):
+    a cold solve imports no Pyomo module at all (hetopt.highs, maxmin and formulations
+    import it inside the functions that build or compile Pyomo models)."""
+    code, modules = _fresh(["solve", EXAMPLE, "--objective", objective])
+    assert code == 0
+    assert sorted(m for m in modules if m == "pyomo" or m.startswith("pyomo.")) == []
+    assert "hetopt.pyomo_ext" not in modules
+    assert "highspy" in modules  # it did solve

@@ -12,15 +12,17 @@ jobs takes a few numpy operations plus the Pyomo variables.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyomo.environ as pyo
 
 from ...contract import Built
 from . import maxmin as M
 from .data import ClusterArrays
 from .maxmin import INF, MaxMinLayout, Pairs, TimeColumns
+
+if TYPE_CHECKING:  # Pyomo is imported by the functions that build Pyomo models
+    import pyomo.environ as pyo
 
 __all__ = [
     "INF",
@@ -83,6 +85,8 @@ def _base(arr: ClusterArrays, pairs: Pairs) -> tuple[pyo.ConcreteModel, Base]:
     Pairs whose type has fewer GPUs than the job's ``scale_factor`` get a column with
     upper bound 0, so a capacity change in a persistent model can open them.
     """
+    import pyomo.environ as pyo
+
     m = pyo.ConcreteModel(name="gpu_cluster")
     block = _alloc_columns(arr, pairs)
     alloc = M.add_columns(m, "JOBS", arr.num_jobs, arr.types, (block,))

@@ -34,16 +34,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyomo.environ as pyo
 
 from ...contract import Built
 from ...options import SolveOptions
-from ...pyomo_ext import LinearRows
 from ...status import Status
 
+# Pyomo is imported by the functions that build Pyomo models: ``compile_lp`` hands HiGHS
+# arrays, so a solve that goes that way never imports it.
 if TYPE_CHECKING:
+    import pyomo.environ as pyo
+
     from ...highs import CompiledModel
     from ...pipeline import LiveModel
+    from ...pyomo_ext import LinearRows
     from ...result import SolverReport
     from .data import ClusterArrays
 
@@ -177,6 +180,8 @@ def add_columns(
 ) -> list[Any]:
     """Sets, the time-fraction variables (upper bound 0 where not ``open``), the free
     variables and ``z``; returns the columns' ``VarData`` (time blocks, then free)."""
+    import pyomo.environ as pyo
+
     setattr(m, row_set, pyo.RangeSet(0, num_rows - 1))
     if isinstance(types, int):
         m.TYPES = pyo.RangeSet(0, types - 1)
@@ -268,6 +273,8 @@ def resource_blocks(
 
 
 def _linear_rows(block: RowBlock, x: Sequence[Any]) -> LinearRows:
+    from ...pyomo_ext import LinearRows
+
     return LinearRows.from_coo(
         block.rows, block.cols, block.vals, block.num_rows, block.lower, block.upper, x
     )
@@ -323,6 +330,8 @@ def z_upper_of(lp: MaxMinLP) -> float | None:
 
 def build(lp: MaxMinLP) -> Built:
     """The Pyomo model of ``lp`` and its :class:`MaxMinLayout`."""
+    import pyomo.environ as pyo
+
     m = pyo.ConcreteModel(name=lp.name)
     xs = add_columns(m, lp.row_set, lp.num_rows, lp.types, lp.columns, lp.free, z_upper_of(lp))
     xs = [*xs, m.z]
