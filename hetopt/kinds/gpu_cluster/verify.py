@@ -30,8 +30,12 @@ def allocation_matrix(arr: ClusterArrays, allocation: pd.DataFrame) -> tuple[np.
         df = df[df["other_job"].fillna("").astype(str) == ""]
     # integer codes by hash lookup (-1: unknown), not a Python mapping per row
     job_index = pd.Index(arr.job_ids)
-    jobs = np.asarray(job_index.get_indexer(_as_str(df["job"])), dtype=np.int64)
-    types = np.asarray(pd.Index(arr.types).get_indexer(_as_str(df["worker_type"])), np.int64)
+    jobs = _codes(arr.job_ids, df["job"], runs=True)
+    if jobs is None:
+        jobs = np.asarray(job_index.get_indexer(_as_str(df["job"])), dtype=np.int64)
+    types = _codes(arr.types, df["worker_type"], runs=False)
+    if types is None:
+        types = np.asarray(pd.Index(arr.types).get_indexer(_as_str(df["worker_type"])), np.int64)
     bad = (jobs < 0) | (types < 0)
     if bad.any():
         problems.append(f"{int(bad.sum())} allocation row(s) name an unknown job or worker type")
@@ -49,6 +53,34 @@ def allocation_matrix(arr: ClusterArrays, allocation: pd.DataFrame) -> tuple[np.
             f"{len(missing)} job(s) missing from the allocation, e.g. {sorted(missing)[:3]}"
         )
     return X, problems
+
+
+def _codes(names: Any, column: pd.Series, runs: bool) -> np.ndarray | None:
+    """Positions in ``names`` (unique) of every value of ``column``, when each value equals
+    the name at a guessed position; ``None`` (look them up) otherwise. The guess: for
+    ``runs``, the column lists the names in order, each a run of rows (a job-major
+    table); else one comparison per name (few names). Every row is compared, so a
+    returned code is exactly what a lookup gives."""
+    values = column.to_numpy(dtype=object)
+    ids = np.asarray(names, dtype=object)
+    if len(values) == 0 or len(ids) == 0:
+        return None
+    if runs:
+        start = np.empty(len(values), dtype=bool)
+        start[0] = True
+        np.not_equal(values[1:], values[:-1], out=start[1:])
+        codes = np.cumsum(start, dtype=np.int64) - 1
+        if codes[-1] != len(ids) - 1:
+            return None
+    else:
+        codes = np.full(len(values), -1, dtype=np.int64)
+        for i, name in enumerate(ids):
+            codes[values == name] = i
+        if (codes < 0).any():
+            return None
+    if not bool((ids[codes] == values).all()):
+        return None
+    return codes
 
 
 def _as_str(column: pd.Series) -> Any:
