@@ -31,19 +31,16 @@ def _lookup(arr: Any, df: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
     """The matrix by plain hash lookup (the fast path switched off)."""
     mp = pytest.MonkeyPatch()
     with mp.context() as m:
-        m.setattr(V, "_codes", lambda *a, **k: None)
+        m.setattr(V, "_job_codes", lambda *a, **k: None)
         return V.allocation_matrix(arr, df)
 
 
 def test_fast_path_codes_equal_a_lookup() -> None:
     arr = GpuClusterInstance.from_dict(DATA).arrays
     df = _table()
-    codes = V._codes(arr.job_ids, df["job"], runs=True)
+    codes = V._job_codes(arr.job_ids, df["job"])
     assert codes is not None
     assert codes.tolist() == pd.Index(arr.job_ids).get_indexer(df["job"]).tolist()
-    types = V._codes(arr.types, df["worker_type"], runs=False)
-    assert types is not None
-    assert types.tolist() == pd.Index(arr.types).get_indexer(df["worker_type"]).tolist()
     X, problems = V.allocation_matrix(arr, df)
     X0, problems0 = _lookup(arr, df)
     assert problems == problems0 == []
@@ -68,4 +65,6 @@ def test_fallback_gives_the_lookup_answer(case: str) -> None:
     assert np.array_equal(X, X0)
     if case != "shuffled":
         assert problems
-        assert V._codes(arr.job_ids, df["job"], runs=True) is None or case == "unknown_type"
+        assert (V._job_codes(arr.job_ids, df["job"]) is None) == (case != "unknown_type")
+    else:
+        assert V._job_codes(arr.job_ids, df["job"]) is None
