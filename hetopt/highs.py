@@ -759,7 +759,40 @@ def _run(h: Any) -> Any:
             _RUNNING.discard(h)
 
 
+class _Worker:
+    """A long-lived daemon thread that runs ``h.run()`` jobs for the main thread (starting
+    a thread per run cost ~1 ms, more than a warm HiGHS re-solve)."""
+
+    def __init__(self) -> None:
+        self.generation = _scheduler_generation
+        self._jobs: list[Callable[[], None] | None] = []
+        self._ready = threading.Semaphore(0)
+        self.thread = threading.Thread(target=self._loop, name="highs-run", daemon=True)
+        self.thread.start()
+
+    def put(self, job: Callable[[], None] | None) -> None:
+        """Queue ``job`` (``None``: end the thread once the jobs before it ran)."""
+        self._jobs.append(job)
+        self._ready.release()
+
+    def _loop(self) -> None:
+        while True:
+            self._ready.acquire()
+            job = self._jobs.pop(0)
+            if job is None:
+                return
+            job()
+
+
+_worker: _Worker | None = None
+"""The main thread's HiGHS worker (only the main thread uses it; a run abandoned after
+repeated Ctrl-C takes its worker with it, and the next run starts a new one; in a forked
+child the thread is gone, ``is_alive()`` says so, and a new one starts too; so does a
+reset of HiGHS's global scheduler, whose per-thread state a thread keeps)."""
+
+
 def _run_waiting(h: Any) -> Any:
+    global _worker
     if threading.current_thread() is not threading.main_thread():
         return h.run()
     box: list[Any] = []
@@ -776,7 +809,12 @@ def _run_waiting(h: Any) -> Any:
 
     # (an Event, not Thread.join: a KeyboardInterrupt inside join can leave the thread
     # reported as finished while it still runs)
-    threading.Thread(target=target, name="highs-run", daemon=True).start()
+    worker = _worker
+    if worker is None or not worker.thread.is_alive() or worker.generation != _scheduler_generation:
+        if worker is not None:
+            worker.put(None)
+        worker = _worker = _Worker()
+    worker.put(target)
     presses = 0
     while True:
         try:
@@ -788,6 +826,9 @@ def _run_waiting(h: Any) -> Any:
             _arm_running()
             log.warning("interrupted: stopping HiGHS (press Ctrl-C again to abandon it)")
             if presses >= _MAX_INTERRUPTS:
+                # the run is left behind in its worker: that worker ends after it
+                _worker = None
+                worker.put(None)
                 raise
     if failure:
         raise failure[0]
@@ -796,6 +837,7 @@ def _run_waiting(h: Any) -> Any:
 
 _SCHEDULER_LOCK = threading.Lock()
 _scheduler_threads: int | None = None  # thread count HiGHS's global scheduler runs with
+_scheduler_generation = 0  # resets of HiGHS's global scheduler (see :class:`_Worker`)
 
 
 def available_cores() -> int:
@@ -813,7 +855,7 @@ def _set_threads(h: Any, threads: int | None) -> None:
     run and refuses to run with a different count later ("Not Set" / run error), so a
     change of count resets the global scheduler first. More threads than the cores
     available are capped (HiGHS aborts the process when it cannot create them)."""
-    global _scheduler_threads
+    global _scheduler_threads, _scheduler_generation
     want = int(threads) if threads is not None else 0  # 0 = HiGHS decides
     cores = available_cores()
     if want > cores:
@@ -822,6 +864,7 @@ def _set_threads(h: Any, threads: int | None) -> None:
     with _SCHEDULER_LOCK:
         if _scheduler_threads is not None and want != _scheduler_threads:
             h.resetGlobalScheduler(True)
+            _scheduler_generation += 1
         _scheduler_threads = want
     _set(h, "threads", want)
 

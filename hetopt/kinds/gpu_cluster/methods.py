@@ -285,11 +285,25 @@ def allocation_table(arr: Any, pairs: F.Pairs, x: np.ndarray) -> pd.DataFrame:
     """``job, worker_type, fraction`` for every (job, type) pair with positive throughput."""
     return pd.DataFrame(
         {
-            "job": np.asarray(arr.job_ids, dtype=object)[pairs.job],
-            "worker_type": np.asarray(arr.types, dtype=object)[pairs.type],
+            "job": _names_at(arr.job_ids, pairs.job),
+            "worker_type": _names_at(arr.types, pairs.type),
             "fraction": x,
         }
     )
+
+
+def _names_at(names: Any, at: np.ndarray) -> Any:
+    """``names[at]`` as the table column pandas would infer from it: pandas's string
+    array is inferred (and every value checked) once per name, then taken, instead of
+    once per row; the object array as before when pandas infers no string dtype (or
+    there are no rows, whose empty column pandas types differently)."""
+    values = np.asarray(names, dtype=object)
+    if len(at) == 0:
+        return values[at]
+    column = pd.Series(values).array
+    if not isinstance(column.dtype, pd.StringDtype):
+        return values[at]
+    return column.take(at)
 
 
 class ColumnsRun(OneLP):

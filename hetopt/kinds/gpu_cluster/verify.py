@@ -28,9 +28,9 @@ def allocation_matrix(arr: ClusterArrays, allocation: pd.DataFrame) -> tuple[np.
     df = allocation
     if "other_job" in df.columns:
         df = df[df["other_job"].fillna("").astype(str) == ""]
-    # integer codes by hash lookup (-1: unknown), not a Python mapping per row
-    job_index = pd.Index(arr.job_ids)
-    jobs = np.asarray(job_index.get_indexer(_as_str(df["job"])), dtype=np.int64)
+    # integer codes (-1: unknown), not a Python mapping per row: implied by a job-major
+    # table and checked row by row, else by hash lookup
+    jobs = _lookup_jobs(arr, df["job"])
     types = np.asarray(pd.Index(arr.types).get_indexer(_as_str(df["worker_type"])), np.int64)
     bad = (jobs < 0) | (types < 0)
     if bad.any():
@@ -40,7 +40,7 @@ def allocation_matrix(arr: ClusterArrays, allocation: pd.DataFrame) -> tuple[np.
     flat = jobs[ok] * T + types[ok]
     frac = df["fraction"].to_numpy(dtype=float)[ok]
     X += np.bincount(flat, weights=frac, minlength=n * T).reshape(n, T)
-    all_codes = jobs if df is allocation else job_index.get_indexer(_as_str(allocation["job"]))
+    all_codes = jobs if df is allocation else _lookup_jobs(arr, allocation["job"])
     seen = np.zeros(arr.num_jobs, dtype=bool)
     seen[all_codes[all_codes >= 0]] = True
     if not seen.all():
@@ -49,6 +49,32 @@ def allocation_matrix(arr: ClusterArrays, allocation: pd.DataFrame) -> tuple[np.
             f"{len(missing)} job(s) missing from the allocation, e.g. {sorted(missing)[:3]}"
         )
     return X, problems
+
+
+def _lookup_jobs(arr: ClusterArrays, column: pd.Series) -> np.ndarray:
+    """Position of every value of ``column`` among the instance's job ids (-1: unknown)."""
+    codes = _job_codes(arr.job_ids, column)
+    if codes is None:
+        codes = np.asarray(pd.Index(arr.job_ids).get_indexer(_as_str(column)), dtype=np.int64)
+    return codes
+
+
+def _job_codes(job_ids: Any, column: pd.Series) -> np.ndarray | None:
+    """Positions in ``job_ids`` (unique) of every value of ``column`` when the column lists
+    the ids in order, each as a run of rows (a job-major table, as the methods write);
+    ``None`` (look them up) otherwise. Every row is compared with the id at its guessed
+    position, so a returned code is exactly what a lookup gives."""
+    values = column.to_numpy(dtype=object)
+    ids = np.asarray(job_ids, dtype=object)
+    if len(values) == 0 or len(ids) == 0:
+        return None
+    start = np.empty(len(values), dtype=bool)
+    start[0] = True
+    np.not_equal(values[1:], values[:-1], out=start[1:])
+    codes = np.cumsum(start, dtype=np.int64) - 1
+    if codes[-1] != len(ids) - 1 or not bool((ids[codes] == values).all()):
+        return None
+    return codes
 
 
 def _as_str(column: pd.Series) -> Any:
