@@ -140,6 +140,11 @@ def greedy_ok(inst: ClientSelectionInstance) -> bool:
     return inst.uplink == "shared" and not (inst.must_include or inst.group_min or inst.group_max)
 
 
+def _refused(objective: str, milp: MethodEntry, why: str) -> LazyMethod:
+    """The entry that refuses the parameters, saying ``why`` (read back by :func:`refusal`)."""
+    return LazyMethod(f"{_M}:Refused", objective, milp, why)
+
+
 def refusal(entry: MethodEntry) -> str | None:
     """Why :func:`choose` refused the parameters (``None``: it did not)."""
     if isinstance(entry, LazyMethod) and entry.target == f"{_M}:Refused":
@@ -156,12 +161,7 @@ def _choose_testing(
 ) -> LazyMethod:
     require_targets(inst)
     if method in ("fast", "greedy"):
-        return LazyMethod(
-            f"{_M}:Refused",
-            objective,
-            milp,
-            f"method {method!r} does not apply to min_duration",
-        )
+        return _refused(objective, milp, f"method {method!r} does not apply to min_duration")
     reason = precheck(inst, objective)
     if reason:
         return LazyMethod(f"{_M}:Infeasible", objective, milp, reason)
@@ -194,12 +194,7 @@ def _choose_count(
     milp: MethodEntry,
 ) -> LazyMethod:
     if method == "lp_round":
-        return LazyMethod(
-            f"{_M}:Refused",
-            objective,
-            milp,
-            "method 'lp_round' applies only to min_duration",
-        )
+        return _refused(objective, milp, "method 'lp_round' applies only to min_duration")
     reason = precheck(inst, objective)
     if reason:
         return LazyMethod(f"{_M}:Infeasible", objective, milp, reason)
@@ -217,13 +212,10 @@ def _choose_count(
                 fallback=True,
             )
     if method == "fast" and blocker is not None:
-        return LazyMethod(
-            f"{_M}:Refused", objective, milp, f"the fast path does not apply: {blocker}"
-        )
+        return _refused(objective, milp, f"the fast path does not apply: {blocker}")
     if method == "greedy":
         if not greedy_ok(inst):
-            return LazyMethod(
-                f"{_M}:Refused",
+            return _refused(
                 objective,
                 milp,
                 "FedCS's greedy needs a shared uplink and no must_include or group quotas",
@@ -260,18 +252,12 @@ def choose(
     formulation = params.formulation
     if formulation != "erd":
         if inst.uplink != "shared" or objective == TESTING:
-            return LazyMethod(
-                f"{_M}:Refused",
-                objective,
-                milp,
-                "formulation 'disjunctive' applies to the shared-uplink MILP",
+            return _refused(
+                objective, milp, "formulation 'disjunctive' applies to the shared-uplink MILP"
             )
         if method in ("fast", "greedy", "lp_round"):
-            return LazyMethod(
-                f"{_M}:Refused",
-                objective,
-                milp,
-                f"formulation {formulation!r} needs method 'milp' or 'auto'",
+            return _refused(
+                objective, milp, f"formulation {formulation!r} needs method 'milp' or 'auto'"
             )
         method = "milp"
     return _CHOOSERS[objective](objective, inst, method, params.baseline, milp)

@@ -108,8 +108,9 @@ class FreeColumns:
 
 @dataclass(frozen=True)
 class Rows:
-    """An extra row block, as triplets over the LP's columns (time blocks, then free
-    blocks, then ``z``)."""
+    """A row block of a max-min LP, as triplets over the LP's columns (time blocks, then
+    free blocks, then ``z``): an LP's extra rows, and every block :func:`build` makes a
+    :class:`~hetopt.pyomo_ext.LinearRows` of and :func:`compile_lp` copies to HiGHS."""
 
     name: str
     rows: np.ndarray
@@ -216,32 +217,17 @@ def _offsets(columns: Sequence[TimeColumns]) -> list[np.ndarray]:
     return out
 
 
-@dataclass(frozen=True)
-class RowBlock:
-    """One row block of a max-min LP as triplets over the LP's columns (time blocks, then
-    free blocks, then ``z``): what :func:`build` makes a
-    :class:`~hetopt.pyomo_ext.LinearRows` of and :func:`compile_lp` copies to HiGHS."""
-
-    name: str
-    rows: np.ndarray
-    cols: np.ndarray
-    vals: np.ndarray
-    num_rows: int
-    lower: np.ndarray
-    upper: np.ndarray
-
-
 def resource_blocks(
     columns: Sequence[TimeColumns],
     num_rows: int,
     capacity: np.ndarray,
     zcol: int | None = None,
     z_usage: np.ndarray | None = None,
-) -> tuple[RowBlock, RowBlock]:
+) -> tuple[Rows, Rows]:
     """``c_time`` and ``c_capacity`` (``z_usage`` GPUs per unit of the column ``zcol``)."""
     cols = _offsets(columns)
     # c_time[r]: sum_k x[k] <= 1
-    time_rows = RowBlock(
+    time_rows = Rows(
         "c_time",
         np.concatenate([b.row for b in columns]),
         np.concatenate(cols),
@@ -260,7 +246,7 @@ def resource_blocks(
         rows.append(np.arange(T))
         cc.append(np.full(T, zcol))
         vals.append(z_usage)
-    capacity_rows = RowBlock(
+    capacity_rows = Rows(
         "c_capacity",
         np.concatenate(rows),
         np.concatenate(cc),
@@ -272,7 +258,7 @@ def resource_blocks(
     return time_rows, capacity_rows
 
 
-def _linear_rows(block: RowBlock, x: Sequence[Any]) -> LinearRows:
+def _linear_rows(block: Rows, x: Sequence[Any]) -> LinearRows:
     from ...pyomo_ext import LinearRows
 
     return LinearRows.from_coo(
@@ -298,20 +284,20 @@ def num_columns(lp: MaxMinLP) -> int:
     return sum(len(b) for b in lp.columns) + sum(fb.count for fb in lp.free) + 1
 
 
-def row_blocks(lp: MaxMinLP) -> list[RowBlock]:
+def row_blocks(lp: MaxMinLP) -> list[Rows]:
     """Every row block of ``lp`` in model order: ``c_time``, ``c_capacity``, the extra
     blocks, the value rows (``c_fair`` or ``c_progress``)."""
     zcol = num_columns(lp) - 1
     z_usage = None if lp.z_usage is None else lp.z_usage / lp.scale
     blocks = [*resource_blocks(lp.columns, lp.num_rows, lp.capacity, zcol, z_usage)]
     for r in lp.extra_rows:
-        blocks.append(RowBlock(r.name, r.rows, r.cols, r.vals, r.num_rows, r.lower, r.upper))
+        blocks.append(r)
     # c_fair[r] (c_progress[r]): sum_k row_scale[r] * rate[k] * x[k] - z >= 0
     n = lp.num_rows
     cols = _offsets(lp.columns)
     coef = [lp.row_scale[b.row] * b.rate * lp.coefficient_scale for b in lp.columns]
     blocks.append(
-        RowBlock(
+        Rows(
             lp.value_rows,
             np.concatenate([*(b.row for b in lp.columns), np.arange(n)]),
             np.concatenate([*cols, np.full(n, zcol)]),
@@ -416,7 +402,7 @@ def compile_lp(lp: MaxMinLP) -> tuple[CompiledModel, ColumnMap]:
     return compiled, ColumnMap(0, np.arange(1, 1 + len(lp.columns[0]), dtype=np.int64))
 
 
-def _stacked_csc(blocks: Sequence[RowBlock], where: np.ndarray, n: int) -> Any:
+def _stacked_csc(blocks: Sequence[Rows], where: np.ndarray, n: int) -> Any:
     """The blocks stacked into one column-wise matrix over HiGHS's columns (``where``):
     zeros dropped, indices sorted. Without repeated (row, column) entries that matrix
     has one representation, built here with one sort; with them, scipy sums them

@@ -324,6 +324,15 @@ class ColumnsRun(OneLP):
         )
         return outcome
 
+    def model(
+        self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
+    ) -> Built:
+        data = self.lp(inst, thr, params)
+        assert data is not None
+        lp, group_of = data
+        built = M.build(lp)
+        return built if group_of is None else Built(built.model, M.layout_of(lp, group_of))
+
     @classmethod
     def by_columns(cls, instance: GpuClusterInstance, params: Any) -> bool:
         """Column generation: asked for, or ``auto`` and the LP is large (never agnostic)."""
@@ -353,15 +362,6 @@ class MaxMinFairness(MaxMinRead, ColumnsRun):
     26-155 symmetry groups 1.5-8x faster than interior point; 512 distinct Gavel rows
     interior point 1.7x faster, 2,048 8x)."""
 
-    def model(
-        self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
-    ) -> Built:
-        data = self.lp(inst, thr, params)
-        assert data is not None
-        lp, group_of = data
-        built = M.build(lp)
-        return built if group_of is None else Built(built.model, M.layout_of(lp, group_of))
-
     def lp(
         self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
     ) -> tuple[M.MaxMinLP, np.ndarray | None]:
@@ -379,15 +379,6 @@ class Makespan(MakespanRead, ColumnsRun):
     """Dual simplex up to 10,000 job rows (measured, threads=1: Gavel's 512-8,192 jobs
     1.2-6x faster than interior point, 2,000-5,000 jobs x 8 types 2.4-3.7x; 16,384 Gavel
     jobs a tie)."""
-
-    def model(
-        self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
-    ) -> Built:
-        data = self.lp(inst, thr, params)
-        assert data is not None
-        lp, group_of = data
-        built = M.build(lp)
-        return built if group_of is None else Built(built.model, M.layout_of(lp, group_of))
 
     def lp(
         self, inst: GpuClusterInstance, thr: np.ndarray | None, params: GpuClusterParams
