@@ -204,3 +204,49 @@ def test_gpu_cluster_array_solve_imports_no_pyomo(objective: str) -> None:
     assert sorted(m for m in modules if m == "pyomo" or m.startswith("pyomo.")) == []
     assert "hetopt.pyomo_ext" not in modules
     assert "highspy" in modules  # it did solve
+
+
+_RUN_ALL_VALIDATE = """
+import json, pathlib, sys
+from hetopt.cli import main
+from hetopt.kinds import REGISTRY, get_kind
+heavy = json.loads(sys.argv[1])
+runs, found = 0, []
+for path in sorted(pathlib.Path("instances").rglob("*.json")):
+    if path.stat().st_size > 200_000:
+        continue
+    data = json.loads(path.read_text())
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if kind not in REGISTRY:
+        continue
+    for objective in get_kind(kind).objectives:
+        before = {m for m in heavy if m in sys.modules}
+        try:
+            main(["validate", str(path), "--objective", objective.name], standalone_mode=False)
+        except SystemExit:
+            pass
+        runs += 1
+        found += [[str(path), objective.name, m] for m in heavy if m in sys.modules and m not in before]
+print("\\n" + json.dumps({"runs": runs, "found": found}))
+"""
+
+
+def test_validate_with_every_objective_imports_no_solver_stack() -> None:
+    """``validate --objective NAME`` runs the objective's own checks (prices for
+    min_cost, entity weights for water-filling, ...): none of them may pull in the
+    solver stack. Every shipped instance under 200 kB x every objective of its kind, in
+    one interpreter (an import anywhere is seen by the first pair that makes it)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUN_ALL_VALIDATE, json.dumps(HEAVY)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["runs"] > 100  # the instances and objectives were all found
+    assert out["found"] == []

@@ -418,10 +418,6 @@ class GpuClusterKind(Kind):
             raise UsageError(f"{', '.join(given)}: only the reclaim objective takes it")
         if objective in ("makespan", "finish_time_fairness"):
             require_steps(instance, objective)
-        elif objective == "min_cost":
-            from . import policies as P
-
-            P.min_cost_inputs(instance)
         check_inputs(instance, objective)  # weights within what HiGHS can honour
 
     def verify(self, instance: GpuClusterInstance, result: Result) -> Verification:

@@ -7,6 +7,7 @@ solve. Each problem is one :class:`~hetopt.InstanceError` naming the field.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -57,10 +58,7 @@ def check(instance: GpuClusterInstance, objective: str) -> None:
     if objective in STEPS_OBJECTIVES:
         require_steps(instance, objective)
     elif objective == "min_cost":
-        from . import policies as P
-
-        P._costs(instance)
-        P.slo_need(instance)
+        min_cost_inputs(instance)
     elif objective in MAX_MIN_OBJECTIVES:
         check_weight_ratio(instance, objective)
 
@@ -70,12 +68,7 @@ def check_weight_ratio(instance: GpuClusterInstance, objective: str) -> None:
     :data:`MAX_WEIGHT_RATIO` of each other; the error names the outlier's field (the
     extreme weight farther from the others' median)."""
     water = objective == "max_min_fairness_water_filling"
-    if water:
-        from . import policies as P
-
-        w = P.entity_weights(instance)
-    else:
-        w = instance.arrays.weight
+    w = entity_weights(instance) if water else instance.arrays.weight
     lo, hi = int(np.argmin(w)), int(np.argmax(w))
     ratio = float(w[hi] / w[lo])
     if ratio <= MAX_WEIGHT_RATIO:
@@ -150,3 +143,67 @@ def reclaimable(instance: GpuClusterInstance, server_type: str | None) -> list[i
         for k, s in enumerate(instance.loaned_servers or [])
         if server_type is None or s.worker_type == server_type
     ]
+
+
+# ------------------------------------------------------------ shared by checks and methods
+def entity_weights(inst: GpuClusterInstance) -> np.ndarray:
+    """Job weights with entity weights split over each entity's jobs.
+
+    A job of entity ``e`` gets ``entity_weights[e] * weight_i / sum_{j in e} weight_j``
+    (an entity's weight is shared in proportion to its jobs' own weights; a missing
+    ``entity_weights`` entry counts as 1). Jobs without an entity keep ``weight``.
+    """
+    arr = inst.arrays
+    w = arr.weight.copy()
+    ents = [j.entity for j in inst.jobs]
+    if all(e is None for e in ents):
+        return w
+    ew = dict(inst.entity_weights or {})
+    totals: dict[str, float] = {}
+    for e, wi in zip(ents, arr.weight, strict=True):
+        if e is not None:
+            totals[e] = totals.get(e, 0.0) + float(wi)
+    for i, e in enumerate(ents):
+        if e is not None:
+            w[i] = ew.get(e, 1.0) * arr.weight[i] / totals[e]
+    return w
+
+
+def costs(inst: GpuClusterInstance) -> np.ndarray:
+    arr = inst.arrays
+    if inst.cost_per_hour is None:
+        raise InstanceError(
+            "required for the min_cost objective (price per GPU-hour)", "cost_per_hour"
+        )
+    out = np.zeros(len(arr.types))
+    for k, t in enumerate(arr.types):
+        c = inst.cost_per_hour.get(t)
+        if c is None and arr.allowed[:, k].any():
+            raise InstanceError(f"missing the price of {t!r} GPUs", "cost_per_hour")
+        if c is not None and c <= 0 and arr.allowed[:, k].any():
+            raise InstanceError(
+                "must be > 0 for min_cost (a free GPU makes throughput per dollar infinite)",
+                f"cost_per_hour.{t}",
+            )
+        out[k] = c if c is not None else 0.0
+    return out
+
+
+def min_cost_inputs(inst: GpuClusterInstance) -> None:
+    """Raise :class:`~hetopt.InstanceError` when ``min_cost`` lacks prices (or steps for
+    a job with an SLO): what :class:`MinCost` would reject."""
+    costs(inst)
+    slo_need(inst)
+
+
+def slo_need(inst: GpuClusterInstance) -> np.ndarray:
+    """Steps/s each job with an SLO needs (``steps / deadline_s``; NaN without SLO)."""
+    out = np.full(len(inst.jobs), math.nan)
+    for i, j in enumerate(inst.jobs):
+        if j.deadline_s is not None:
+            if j.steps_remaining is None:
+                raise InstanceError(
+                    "a job with deadline_s needs steps_remaining", f"jobs[{i}].steps_remaining"
+                )
+            out[i] = j.steps_remaining / j.deadline_s
+    return out

@@ -21,7 +21,7 @@ import pandas as pd
 import pyomo.environ as pyo
 
 from ...contract import Built, Outcome, RunMethodBase
-from ...errors import InstanceError, UsageError
+from ...errors import UsageError
 from ...highs import RawSolution
 from ...options import SolveOptions
 from ...status import Status
@@ -30,6 +30,7 @@ from . import formulations as F
 from . import policy_models as PM
 from . import verify as V
 from .data import ClusterArrays, GpuClusterInstance
+from .inputs import costs, entity_weights, slo_need
 from .methods import require_steps
 
 if TYPE_CHECKING:
@@ -57,29 +58,6 @@ FTF_TOL = 1e-6
 def allocation_throughputs(arr: ClusterArrays, agnostic: bool) -> np.ndarray:
     """The throughputs used to allocate (true ones, or the agnostic view)."""
     return F.agnostic_throughputs(arr) if agnostic else arr.thr
-
-
-def entity_weights(inst: GpuClusterInstance) -> np.ndarray:
-    """Job weights with entity weights split over each entity's jobs.
-
-    A job of entity ``e`` gets ``entity_weights[e] * weight_i / sum_{j in e} weight_j``
-    (an entity's weight is shared in proportion to its jobs' own weights; a missing
-    ``entity_weights`` entry counts as 1). Jobs without an entity keep ``weight``.
-    """
-    arr = inst.arrays
-    w = arr.weight.copy()
-    ents = [j.entity for j in inst.jobs]
-    if all(e is None for e in ents):
-        return w
-    ew = dict(inst.entity_weights or {})
-    totals: dict[str, float] = {}
-    for e, wi in zip(ents, arr.weight, strict=True):
-        if e is not None:
-            totals[e] = totals.get(e, 0.0) + float(wi)
-    for i, e in enumerate(ents):
-        if e is not None:
-            w[i] = ew.get(e, 1.0) * arr.weight[i] / totals[e]
-    return w
 
 
 def _x_matrix(arr: ClusterArrays, pairs: F.Pairs, xvals: np.ndarray) -> np.ndarray:
@@ -547,46 +525,6 @@ def _max_total_throughput(session: Session, inst: GpuClusterInstance, agnostic: 
     return Outcome(value, tables, info, raw.status, raw.termination, bound, gap)
 
 
-def _costs(inst: GpuClusterInstance) -> np.ndarray:
-    arr = inst.arrays
-    if inst.cost_per_hour is None:
-        raise InstanceError(
-            "required for the min_cost objective (price per GPU-hour)", "cost_per_hour"
-        )
-    out = np.zeros(len(arr.types))
-    for k, t in enumerate(arr.types):
-        c = inst.cost_per_hour.get(t)
-        if c is None and arr.allowed[:, k].any():
-            raise InstanceError(f"missing the price of {t!r} GPUs", "cost_per_hour")
-        if c is not None and c <= 0 and arr.allowed[:, k].any():
-            raise InstanceError(
-                "must be > 0 for min_cost (a free GPU makes throughput per dollar infinite)",
-                f"cost_per_hour.{t}",
-            )
-        out[k] = c if c is not None else 0.0
-    return out
-
-
-def min_cost_inputs(inst: GpuClusterInstance) -> None:
-    """Raise :class:`~hetopt.InstanceError` when ``min_cost`` lacks prices (or steps for
-    a job with an SLO): what :class:`MinCost` would reject."""
-    _costs(inst)
-    slo_need(inst)
-
-
-def slo_need(inst: GpuClusterInstance) -> np.ndarray:
-    """Steps/s each job with an SLO needs (``steps / deadline_s``; NaN without SLO)."""
-    out = np.full(len(inst.jobs), math.nan)
-    for i, j in enumerate(inst.jobs):
-        if j.deadline_s is not None:
-            if j.steps_remaining is None:
-                raise InstanceError(
-                    "a job with deadline_s needs steps_remaining", f"jobs[{i}].steps_remaining"
-                )
-            out[i] = j.steps_remaining / j.deadline_s
-    return out
-
-
 class MinCost(RunMethodBase):
     """Maximise normalised throughput per dollar, meeting every SLO that can be met.
 
@@ -600,7 +538,7 @@ class MinCost(RunMethodBase):
     def build(self, instance: GpuClusterInstance, params: GpuClusterParams) -> Built:
         arr = instance.arrays
         thr = allocation_throughputs(arr, params.agnostic)
-        return PM.build_min_cost(arr, thr, _costs(instance), slo_need(instance))
+        return PM.build_min_cost(arr, thr, costs(instance), slo_need(instance))
 
     def export_objective(
         self, instance: GpuClusterInstance, params: GpuClusterParams, built: Built
@@ -621,7 +559,7 @@ class MinCost(RunMethodBase):
 
 def _min_cost(session: Session, inst: GpuClusterInstance, agnostic: bool) -> Outcome:
     arr = inst.arrays
-    cost = _costs(inst)
+    cost = costs(inst)
     need = slo_need(inst)
     thr = allocation_throughputs(arr, agnostic)
     info: dict[str, Any] = {"agnostic": bool(agnostic), "normalisation": "thr / best_thr"}

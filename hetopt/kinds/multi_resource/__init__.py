@@ -31,6 +31,7 @@ from .data import (
     Profile,
     Server,
     Spread,
+    require_costs,
 )
 from .params import FRAGMENTATION_TIME_LIMIT_S, MultiResourceParams
 
@@ -272,9 +273,7 @@ class MultiResourceKind(Kind):
     def check(self, instance: MultiResourceInstance, objective: str, params: Any) -> None:
         """``min_cost`` needs every server's ``cost_per_hour``."""
         if objective == "min_cost":
-            from . import methods as M
-
-            M.require_costs(instance)
+            require_costs(instance)
 
     def _config_bound(
         self, instance: MultiResourceInstance, options: SolveOptions | None

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from ...errors import InstanceError
 from ...instance import InstanceBase, RecordBase, fail
 from .._shared.validation import id_positions, note_id
 
@@ -409,3 +410,15 @@ class MultiResourceArrays:
     def is_split(self) -> np.ndarray:
         """Jobs that need more GPUs than the largest server has (placed on several)."""
         return self.job_gpus > self.max_server_gpus
+
+
+def require_costs(instance: MultiResourceInstance) -> None:
+    """``min_cost`` needs every server's ``cost_per_hour`` (:class:`InstanceError`
+    naming the first server without one)."""
+    for i, srv in enumerate(instance.servers):
+        if srv.cost_per_hour is None:
+            raise InstanceError(
+                f"objective min_cost needs every server's cost_per_hour; server {srv.id!r} "
+                "has none",
+                f"servers[{i}].cost_per_hour",
+            )

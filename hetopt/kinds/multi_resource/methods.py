@@ -33,7 +33,6 @@ from ...contract import (
     RunMethodBase,
     SolveView,
 )
-from ...errors import InstanceError
 from ...highs import INF as HIGHS_INF
 from ...highs import CompiledModel
 from ...pipeline import LiveModel, Session
@@ -41,7 +40,7 @@ from ...status import Status
 from . import formulations as F
 from . import heuristic as H
 from . import rules as RU
-from .data import MultiResourceInstance
+from .data import MultiResourceInstance, require_costs
 from .params import FRAGMENTATION_TIME_LIMIT_S, MultiResourceParams
 
 DIAGNOSE_CHECK_S = 10.0
@@ -145,18 +144,6 @@ class Integrated(BuildMethodBase):
         solution: SolveView,
     ) -> Outcome:
         return extract(instance, built, solution)
-
-
-def require_costs(instance: MultiResourceInstance) -> None:
-    """``min_cost`` needs every server's ``cost_per_hour`` (:class:`InstanceError`
-    naming the first server without one)."""
-    for i, srv in enumerate(instance.servers):
-        if srv.cost_per_hour is None:
-            raise InstanceError(
-                f"objective min_cost needs every server's cost_per_hour; server {srv.id!r} "
-                "has none",
-                f"servers[{i}].cost_per_hour",
-            )
 
 
 def extract(instance: MultiResourceInstance, built: Built, sol: SolveView) -> Outcome:
