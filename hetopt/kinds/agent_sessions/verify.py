@@ -30,7 +30,7 @@ import bisect
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -66,6 +66,70 @@ class _Steps:
     def at(self, t: float) -> int:
         k = bisect.bisect_right(self.times, t) - 1
         return self.levels[k] if k >= 0 else 0
+
+
+RowCheck = Callable[[str, dict[str, Any]], "str | None"]
+"""One more check of a table row (its key, the row): a problem, or ``None``."""
+
+
+def _check_gpu_load(
+    problems: list[str],
+    table: pd.DataFrame,
+    loads: Mapping[str, float],
+    counts: Mapping[str, int],
+    more: RowCheck | None = None,
+) -> None:
+    """The ``gpu_load`` table: one row per GPU, its session count and load."""
+    seen = set()
+    for r in table.to_dict("records"):
+        g = str(r["gpu"])
+        if g not in loads:
+            problems.append(f"gpu_load names an unknown GPU {g!r}")
+            continue
+        seen.add(g)
+        if int(r["sessions"]) != counts.get(g, 0) or not _close(float(r["load_s"]), loads[g]):
+            problems.append(f"gpu_load of {g}: load_s {r['load_s']}, expected {loads[g]}")
+        extra = more(g, r) if more is not None else None
+        if extra is not None:
+            problems.append(extra)
+    if seen != set(loads):
+        problems.append("gpu_load does not list every GPU")
+
+
+def _fair_shares(sessions: Mapping[str, Any], cost: Mapping[str, float]) -> dict[str, float]:
+    """Each session's fair share: its ideal time (work plus pauses) over the time it
+    takes with ``cost`` (seconds of recompute, transfers) added."""
+    shares: dict[str, float] = {}
+    for se in sessions.values():
+        ideal = se.work_s + sum(p.end_s - p.start_s for p in se.pauses)
+        achieved = ideal + cost[se.id]
+        shares[se.id] = ideal / achieved if achieved > 0 else 1.0
+    return shares
+
+
+def _check_completion(
+    problems: list[str],
+    table: pd.DataFrame,
+    shares: Mapping[str, float],
+    more: RowCheck | None = None,
+) -> None:
+    """The ``completion`` table: one row per session, its fair share."""
+    seen = set()
+    for r in table.to_dict("records"):
+        s = str(r["session"])
+        if s not in shares:
+            problems.append(f"completion names an unknown session {s!r}")
+            continue
+        seen.add(s)
+        if not _close(float(r["fair_share"]), shares[s]):
+            problems.append(
+                f"completion of {s}: fair_share {r['fair_share']}, expected {shares[s]}"
+            )
+        extra = more(s, r) if more is not None else None
+        if extra is not None:
+            problems.append(extra)
+    if seen != set(shares):
+        problems.append("completion does not list every session")
 
 
 def _replay(
@@ -229,35 +293,9 @@ def verify(
         work_on[g] += sessions[s].work_s
         count_on[g] += 1
     loads = {g: work_on[g] + gpu_rec[g] for g in gpus}
-    seen_load = set()
-    for r in tables["gpu_load"].to_dict("records"):
-        g = str(r["gpu"])
-        if g not in gpus:
-            problems.append(f"gpu_load names an unknown GPU {g!r}")
-            continue
-        seen_load.add(g)
-        if int(r["sessions"]) != count_on[g] or not _close(float(r["load_s"]), loads[g]):
-            problems.append(f"gpu_load of {g}: load_s {r['load_s']}, expected {loads[g]}")
-    if seen_load != set(gpus):
-        problems.append("gpu_load does not list every GPU")
-    shares: dict[str, float] = {}
-    for se in sessions.values():
-        ideal = se.work_s + sum(p.end_s - p.start_s for p in se.pauses)
-        achieved = ideal + session_rec[se.id]
-        shares[se.id] = ideal / achieved if achieved > 0 else 1.0
-    seen_share = set()
-    for r in tables["completion"].to_dict("records"):
-        s = str(r["session"])
-        if s not in shares:
-            problems.append(f"completion names an unknown session {s!r}")
-            continue
-        seen_share.add(s)
-        if not _close(float(r["fair_share"]), shares[s]):
-            problems.append(
-                f"completion of {s}: fair_share {r['fair_share']}, expected {shares[s]}"
-            )
-    if seen_share != set(sessions):
-        problems.append("completion does not list every session")
+    _check_gpu_load(problems, tables["gpu_load"], loads, count_on)
+    shares = _fair_shares(sessions, session_rec)
+    _check_completion(problems, tables["completion"], shares)
 
     # --- objective
     recompute = {
@@ -439,41 +477,23 @@ def verify_migration(
         work_on[g] += sessions[s].work_s / (len(sessions[s].pauses) + 1)
         users[g].add(s)
     loads = {g: work_on[g] + gpu_rec[g] + gpu_mig[g] for g in gpus}
-    seen_load = set()
-    for r in tables["gpu_load"].to_dict("records"):
-        g = str(r["gpu"])
-        if g not in gpus:
-            problems.append(f"gpu_load names an unknown GPU {g!r}")
-            continue
-        seen_load.add(g)
-        if int(r["sessions"]) != len(users[g]) or not _close(float(r["load_s"]), loads[g]):
-            problems.append(f"gpu_load of {g}: load_s {r['load_s']}, expected {loads[g]}")
+
+    def migrated(g: str, r: dict[str, Any]) -> str | None:
         if "migrate_s" in r and not _close(float(r["migrate_s"]), gpu_mig[g]):
-            problems.append(f"gpu_load of {g}: migrate_s {r['migrate_s']}, expected {gpu_mig[g]}")
-    if seen_load != set(gpus):
-        problems.append("gpu_load does not list every GPU")
-    shares: dict[str, float] = {}
-    for se in sessions.values():
-        ideal = se.work_s + sum(p.end_s - p.start_s for p in se.pauses)
-        achieved = ideal + session_cost[se.id]
-        shares[se.id] = ideal / achieved if achieved > 0 else 1.0
-    seen_share = set()
-    for r in tables["completion"].to_dict("records"):
-        s = str(r["session"])
-        if s not in shares:
-            problems.append(f"completion names an unknown session {s!r}")
-            continue
-        seen_share.add(s)
-        if not _close(float(r["fair_share"]), shares[s]):
-            problems.append(
-                f"completion of {s}: fair_share {r['fair_share']}, expected {shares[s]}"
-            )
+            return f"gpu_load of {g}: migrate_s {r['migrate_s']}, expected {gpu_mig[g]}"
+        return None
+
+    def retained(s: str, r: dict[str, Any]) -> str | None:
         if not _close(float(r["recompute_s"]), session_rec[s]) or not _close(
             float(r.get("migrate_s", 0.0)), session_mig[s]
         ):
-            problems.append(f"completion of {s}: recompute_s / migrate_s differ from retention")
-    if seen_share != set(sessions):
-        problems.append("completion does not list every session")
+            return f"completion of {s}: recompute_s / migrate_s differ from retention"
+        return None
+
+    counts = {g: len(users[g]) for g in gpus}
+    _check_gpu_load(problems, tables["gpu_load"], loads, counts, migrated)
+    shares = _fair_shares(sessions, session_cost)
+    _check_completion(problems, tables["completion"], shares, retained)
 
     recompute = {
         "min_recompute_s": lambda: sum(session_cost.values()),

@@ -128,7 +128,24 @@ _COUNT_BUILDERS: Mapping[tuple[str, str], Callable[[ClientSelectionInstance, str
 }
 
 
-class CountMilp(ReportsChoice, BuildMethodBase):
+class _Scaled:
+    """A MILP whose objective is divided by ``layout.scale``: HiGHS's bound and the
+    exported objective in the objective's own unit."""
+
+    def unscale_bound(self, built: Built, bound: float) -> float:
+        return bound * built.layout.scale
+
+    def export_objective(
+        self,
+        instance: ClientSelectionInstance,
+        params: ClientSelectionParams,
+        built: Built,
+    ) -> None:
+        """The objective in its own unit (the model's is divided by ``layout.scale``)."""
+        rescale_objective(built.model, built.layout.scale)
+
+
+class CountMilp(_Scaled, ReportsChoice, BuildMethodBase):
     """``max_clients`` / ``max_weight`` as a MILP: :func:`~.formulations.build_shared`
     (or ``build_shared_disjunctive``) with a shared uplink, the knapsack
     :func:`~.formulations.build_parallel` with parallel uploads.
@@ -171,20 +188,8 @@ class CountMilp(ReportsChoice, BuildMethodBase):
         bound = solution.bound * built.layout.scale
         return Outcome(value, tables, bound=bound, gap=_rel_gap(bound, value))
 
-    def unscale_bound(self, built: Built, bound: float) -> float:
-        return bound * built.layout.scale
 
-    def export_objective(
-        self,
-        instance: ClientSelectionInstance,
-        params: ClientSelectionParams,
-        built: Built,
-    ) -> None:
-        """The objective in its own unit (the model's is divided by ``layout.scale``)."""
-        rescale_objective(built.model, built.layout.scale)
-
-
-class TestingMilp(BuildMethodBase):
+class TestingMilp(_Scaled, BuildMethodBase):
     """``min_duration`` (Oort's testing-set selection) as a MILP
     (:func:`~.formulations.build_testing`), restricted to ``members`` if given.
 
@@ -277,53 +282,11 @@ class TestingMilp(BuildMethodBase):
             gap=_rel_gap(bound, value),
         )
 
-    def unscale_bound(self, built: Built, bound: float) -> float:
-        return bound * built.layout.scale
-
-    def export_objective(
-        self,
-        instance: ClientSelectionInstance,
-        params: ClientSelectionParams,
-        built: Built,
-    ) -> None:
-        """The objective in its own unit (the model's is divided by ``layout.scale``)."""
-        rescale_objective(built.model, built.layout.scale)
-
 
 def _gap_tol(options: SolveOptions) -> float:
     return DEFAULT_MIP_REL_GAP if options.mip_rel_gap is None else options.mip_rel_gap
 
 
-class Testing(ReportsChoice, RunMethodBase):
-    """The full ``min_duration`` MILP, its whole-sample test at the session's
-    ``mip_rel_gap`` (an extractor does not see the solve options)."""
-
-    def __init__(self, milp: Method):
-        self.milp = milp
-
-    def run(
-        self,
-        session: Session,
-        instance: ClientSelectionInstance,
-        params: ClientSelectionParams,
-    ) -> Outcome:
-        method = TestingMilp(gap_tol=_gap_tol(session.options))
-        outcome, _ = session.solve_method(method, instance, params)
-        return self.report_choice(outcome)
-
-    def build(self, instance: ClientSelectionInstance, params: ClientSelectionParams) -> Built:
-        return self.milp.build(instance, params)
-
-    def export_objective(
-        self,
-        instance: ClientSelectionInstance,
-        params: ClientSelectionParams,
-        built: Built,
-    ) -> None:
-        export_objective_of(self.milp, instance, params, built)
-
-
-# ---------------------------------------------------------------------------- no solver
 class _Exports(ReportsChoice, RunMethodBase):
     """A method whose exported model is its objective's MILP (``milp``)."""
 
@@ -343,6 +306,25 @@ class _Exports(ReportsChoice, RunMethodBase):
         export_objective_of(self.milp, instance, params, built)
 
 
+class Testing(_Exports):
+    """The full ``min_duration`` MILP, its whole-sample test at the session's
+    ``mip_rel_gap`` (an extractor does not see the solve options)."""
+
+    def __init__(self, milp: Method):
+        super().__init__("min_duration", milp)
+
+    def run(
+        self,
+        session: Session,
+        instance: ClientSelectionInstance,
+        params: ClientSelectionParams,
+    ) -> Outcome:
+        method = TestingMilp(gap_tol=_gap_tol(session.options))
+        outcome, _ = session.solve_method(method, instance, params)
+        return self.report_choice(outcome)
+
+
+# ---------------------------------------------------------------------------- no solver
 def _selected(
     session: Session,
     inst: ClientSelectionInstance,

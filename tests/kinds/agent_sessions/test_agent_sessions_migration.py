@@ -383,3 +383,30 @@ def test_migration_result_never_worse_than_its_first_stage() -> None:
         )
         assert r.status.has_solution and r.verification.ok
         assert r.objective_value <= r.info["no_migration_objective"] + TOL
+
+
+def test_verifier_checks_the_load_and_completion_tables_of_a_migration() -> None:
+    """The per-GPU and per-session summaries are recomputed from the instance and the
+    plan: each tampered row is named."""
+    inst, r = _migrating_result()
+    t = {k: v.copy() for k, v in r.tables.items()}
+    load, done = t["gpu_load"], t["completion"]
+    g, s = str(load["gpu"].iloc[0]), str(done["session"].iloc[0])
+    cases = {
+        f"gpu_load of {g}: migrate_s": {
+            **t,
+            "gpu_load": load.assign(migrate_s=load["migrate_s"] + 1),
+        },
+        f"gpu_load of {g}: load_s": {**t, "gpu_load": load.assign(load_s=load["load_s"] * 2)},
+        "gpu_load does not list every GPU": {**t, "gpu_load": load.iloc[1:]},
+        "gpu_load names an unknown GPU": {**t, "gpu_load": load.assign(gpu="nope")},
+        f"completion of {s}: fair_share": {**t, "completion": done.assign(fair_share=0.01)},
+        f"completion of {s}: recompute_s / migrate_s": {
+            **t,
+            "completion": done.assign(recompute_s=done["recompute_s"] + 1),
+        },
+        "completion does not list every session": {**t, "completion": done.iloc[1:]},
+        "completion names an unknown session": {**t, "completion": done.assign(session="nope")},
+    }
+    for message, tables in cases.items():
+        assert any(message in p for p in _check(inst, r, tables)), message
