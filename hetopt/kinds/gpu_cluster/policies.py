@@ -155,6 +155,19 @@ class WaterFilling(RunMethodBase):
     otherwise those that moved are released. Each level freezes at least one job, so
     the loop ends after at most ``N`` levels; no MILP, no big-M. ``build`` is the first
     level's LP over every job (the solve groups identical jobs).
+
+    Caps (where levels are single jobs, e.g. all-distinct weights in a roomy cluster):
+    no job's value exceeds its *cap* ``U_i``, the most it reaches alone
+    (:func:`value_caps`). When a level's jobs sit at their caps, the next few free jobs
+    of smallest cap are frozen at their caps *before* the LP (:func:`freeze_ahead`).
+    If the LP then lifts every other free job above ``(1 + LEVEL_TOL) U`` of a frozen
+    one, that job's level is proven: its point has every free job at ``>= min(U_j, t)``,
+    so the next level LP's optimum is ``U_(1)`` (reachable, and no more since ``v <=
+    U``), only jobs at that cap are stuck, and so on up to ``t``. The LP is then the
+    next level's LP itself. Jobs it does not lift (or an infeasible LP) are released by
+    bounds (:func:`release_ahead`) and the LP solved again. At most
+    :data:`CAP_LOOKAHEAD` jobs per LP, doubling from 1 while the guesses hold; LPs of
+    fewer than :data:`CAP_MIN_ROWS` rows solve one LP per level.
     """
 
     def build(self, instance: GpuClusterInstance, params: GpuClusterParams) -> Built:
