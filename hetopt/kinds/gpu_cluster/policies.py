@@ -230,9 +230,8 @@ def _water_filling(session: Session, inst: GpuClusterInstance, agnostic: bool) -
     x_best: np.ndarray | None = None
     status, termination = Status.OPTIMAL, "Optimal"
     cold_resolves = 0
-    # each row's largest value on its own (an upper bound in every LP of the loop)
-    caps = value_caps(coef, pairs.job, _alloc_upper(cm.col_upper[acols], arr, pairs, mult), n)
     guess_caps = CAP_CERTIFICATES and n >= CAP_MIN_ROWS
+    caps = np.zeros(0)  # each row's largest value alone (computed when first needed)
     ahead: list[Ahead] = []  # jobs frozen at their caps, not yet proven
     lookahead = 1
     at_caps = 0
@@ -302,10 +301,10 @@ def _water_filling(session: Session, inst: GpuClusterInstance, agnostic: bool) -
                 status, termination = _failed(raw, x_best)
                 break
             proven = [a for a in ahead if a.cap * (1 + LEVEL_TOL) < z_ahead]
-            for a in proven:
+            for a in proven:  # (ascending caps: the levels in order)
                 record_level(a.rows, a.cap / kappa)
                 at_caps += len(a.rows)
-            wrong = ahead[len(proven) :]
+            wrong = [a for a in ahead if not a.cap * (1 + LEVEL_TOL) < z_ahead]
             ahead = []
             if wrong:
                 release_ahead(h, wrong)
@@ -365,7 +364,11 @@ def _water_filling(session: Session, inst: GpuClusterInstance, agnostic: bool) -
         record_level(idx, z / kappa)
         free &= ~cand
         use_simplex = WARM_SIMPLEX
-        if guess_caps and (caps[idx] <= z * (1 + LEVEL_TOL)).all():
+        if guess_caps and free.any() and not len(caps):
+            # an upper bound on each row's value in every LP of the loop
+            upper = _alloc_upper(cm.col_upper[acols], arr, pairs, mult)
+            caps = value_caps(coef, pairs.job, upper, n)
+        if guess_caps and free.any() and (caps[idx] <= z * (1 + LEVEL_TOL)).all():
             # this level's jobs are at their caps: guess that the next levels are too
             # (never every free job: the LP keeps a free row, so z stays bounded)
             ahead = freeze_ahead(h, frows, zcol, caps, free, lookahead)
