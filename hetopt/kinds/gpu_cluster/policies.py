@@ -477,14 +477,18 @@ class Ahead:
 def freeze_ahead(
     h: Any, frows: np.ndarray, zcol: int, caps: np.ndarray, free: np.ndarray, count: int
 ) -> list[Ahead]:
-    """Freeze the ``count`` free rows of smallest cap (never all of them) at their caps,
-    in :func:`freeze_rows`'s form: one column and one row per distinct cap, the floor
-    ``cap * (1 - LEVEL_TOL / 10)`` as a level's. Ascending caps."""
+    """Freeze the ``count`` free rows of smallest cap (and the rest of the last one's
+    ties; never all of them) at their caps, in :func:`freeze_rows`'s form: one column
+    and one row per distinct cap, the floor ``cap * (1 - LEVEL_TOL / 10)`` as a level's.
+    Ascending caps."""
     ids = np.nonzero(free)[0]
     count = min(count, len(ids) - 1)
     if count <= 0:
         return []
-    ids = ids[np.argsort(caps[ids], kind="stable")][:count]
+    ids = ids[np.argsort(caps[ids], kind="stable")]
+    # a tie split would leave a row the LP cannot lift above the cap: take them all
+    count = min(int(np.searchsorted(caps[ids], caps[ids[count - 1]], side="right")), len(ids) - 1)
+    ids = ids[:count]
     cut = np.nonzero(np.diff(caps[ids]))[0] + 1
     groups = np.split(ids, cut)
     d0, r0, k = int(h.getNumCol()), int(h.getNumRow()), len(groups)

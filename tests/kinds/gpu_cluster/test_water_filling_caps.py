@@ -3,6 +3,8 @@ can reach alone, proven by the next level LP, give exactly the one-LP-per-level 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from scipy.optimize import linprog
@@ -162,3 +164,30 @@ def test_tiny_tight_clusters_with_guesses_on(monkeypatch, seed):
     monkeypatch.setattr(P, "CAP_LOOKAHEAD", int(rng.choice([1, 2, 10**6])))
     got = hetopt.solve(inst, WF, options=OPTS)
     assert_same_leximin(got, one_lp_per_level(monkeypatch, inst), rtol=P.LEVEL_TOL / 5)
+
+
+def test_freeze_ahead_takes_whole_ties_and_release_frees_the_rows():
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    n = 6
+    h.addVar(0.0, math.inf)  # z: column 0
+    for _ in range(n):
+        h.addRow(0.0, math.inf, 1, np.array([0], dtype=np.int32), np.array([-1.0]))
+    frows = np.arange(n)
+    caps = np.array([3.0, 1.0, 2.0, 2.0, 2.0, 5.0])
+    free = np.ones(n, dtype=bool)
+    ahead = P.freeze_ahead(h, frows, 0, caps, free, 2)  # rows 1, then 2 splits the tie 2,3,4
+    assert [a.rows.tolist() for a in ahead] == [[1], [2, 3, 4]]
+    assert [a.cap for a in ahead] == [1.0, 2.0]
+    assert h.getNumCol() == 3 and h.getNumRow() == n + 2
+    lp = h.getLp()
+    assert lp.row_lower_[n] == pytest.approx(1.0 * (1 - P.LEVEL_TOL / 10))
+    everything = P.freeze_ahead(h, frows, 0, caps, free, 100)
+    assert sum(len(a.rows) for a in everything) == n - 1  # never every free row
+    P.release_ahead(h, ahead)
+    lp = h.getLp()
+    for a in ahead:
+        assert lp.col_lower_[a.col] == lp.col_upper_[a.col] == 0.0
+        assert lp.row_lower_[a.row] == -math.inf and lp.row_upper_[a.row] == math.inf
