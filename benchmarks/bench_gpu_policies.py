@@ -104,6 +104,7 @@ def test_policy(benchmark, spec: BenchSpec) -> None:
             "levels": res.info["levels"],
             "lp_solves": res.info["lp_solves"],
             "cold_resolves": res.info["cold_resolves"],
+            "groups_frozen_at_caps": res.info["groups_frozen_at_caps"],
         }
     elif spec.objective == "finish_time_fairness":
         assert res.objective_value <= 1 + 1e-6

@@ -256,6 +256,12 @@ DETAILS = (
         "again from scratch (the same LP)",
     ),
     Detail("groups_frozen_by_duals", "int", "rows frozen by a dual certificate"),
+    Detail(
+        "groups_frozen_at_caps",
+        "int",
+        "rows frozen at their cap (the largest value they can reach alone) ahead of the "
+        "level LP that proved it",
+    ),
     Detail("level_tolerance", "float", "relative tolerance of a level"),
     Detail("entity_weights", "bool", "some job belongs to an entity"),
     Detail("level_values_first", "list", "the first ten level values"),

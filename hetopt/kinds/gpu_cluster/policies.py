@@ -11,6 +11,7 @@ mathematics.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Mapping
@@ -47,7 +48,16 @@ DUAL_CERTIFICATES = True
 with the extra LP instead; both are exact, the duals save LP solves)."""
 PRIMAL = 4
 WARM_SIMPLEX = True
-"""Solve water-filling levels after the first by warm-started dual simplex."""
+"""Solve water-filling levels after the first by warm-started primal simplex."""
+CAP_CERTIFICATES = True
+"""Freeze jobs at their caps ahead of the LP that proves it (set False to solve one LP
+per level; both are exact, the caps save LP solves where levels are caps)."""
+CAP_MIN_ROWS = 64
+"""Freeze ahead only in LPs of at least this many rows (jobs or symmetry groups): below
+it an LP costs about a millisecond and the loop solves one LP per level."""
+CAP_LOOKAHEAD = 16
+"""At most this many jobs frozen ahead at their caps per level LP (doubling from 1 while
+the guesses hold: a wrong guess costs one LP, a large batch many simplex pivots)."""
 FTF_TOL = 1e-6
 """Relative tolerance of the finish-time-fairness bisection on the ratio."""
 
@@ -123,6 +133,19 @@ class WaterFilling(RunMethodBase):
     otherwise those that moved are released. Each level freezes at least one job, so
     the loop ends after at most ``N`` levels; no MILP, no big-M. ``build`` is the first
     level's LP over every job (the solve groups identical jobs).
+
+    Caps (where levels are single jobs, e.g. all-distinct weights in a roomy cluster):
+    no job's value exceeds its *cap* ``U_i``, the most it reaches alone
+    (:func:`value_caps`). When a level's jobs sit at their caps, the next few free jobs
+    of smallest cap are frozen at their caps *before* the LP (:func:`freeze_ahead`).
+    If the LP then lifts every other free job above ``(1 + LEVEL_TOL) U`` of a frozen
+    one, that job's level is proven: its point has every free job at ``>= min(U_j, t)``,
+    so the next level LP's optimum is ``U_(1)`` (reachable, and no more since ``v <=
+    U``), only jobs at that cap are stuck, and so on up to ``t``. The LP is then the
+    next level's LP itself. Jobs it does not lift (or an infeasible LP) are released by
+    bounds (:func:`release_ahead`) and the LP solved again. At most
+    :data:`CAP_LOOKAHEAD` jobs per LP, doubling from 1 while the guesses hold; LPs of
+    fewer than :data:`CAP_MIN_ROWS` rows solve one LP per level.
     """
 
     def build(self, instance: GpuClusterInstance, params: GpuClusterParams) -> Built:
@@ -185,14 +208,30 @@ def _water_filling(session: Session, inst: GpuClusterInstance, agnostic: bool) -
     x_best: np.ndarray | None = None
     status, termination = Status.OPTIMAL, "Optimal"
     cold_resolves = 0
+    guess_caps = CAP_CERTIFICATES and n >= CAP_MIN_ROWS
+    caps = np.zeros(0)  # each row's largest value alone (computed when first needed)
+    ahead: list[Ahead] = []  # jobs frozen at their caps, not yet proven
+    lookahead = 1
+    at_caps = 0
 
-    def solve_lp(opts: SolveOptions, algo: str, stage: str) -> RawSolution:
+    def record_level(idx: np.ndarray, value: float) -> None:
+        if not level_values or value > level_values[-1] * (1 + LEVEL_TOL):
+            level_values.append(value)
+        level_of[idx] = len(level_values) - 1
+
+    def solve_lp(
+        opts: SolveOptions, algo: str, stage: str, may_be_infeasible: bool = False
+    ) -> RawSolution:
         """One LP of the loop. One that ends without a verified optimum (not at a limit)
         is solved again, the same LP from scratch (no basis; interior point then with
-        crossover), logged and counted in ``cold_resolves``."""
+        crossover), logged and counted in ``cold_resolves``. With jobs frozen ahead at
+        their caps (``may_be_infeasible``) an infeasible LP is an answer: a guess was
+        wrong."""
         nonlocal cold_resolves
         raw = live.solve(session.remaining(opts), algo, stage).raw
         limited = bool(raw.info.get("interrupted")) or "limit" in raw.termination.lower()
+        if may_be_infeasible and raw.status == Status.INFEASIBLE:
+            return raw
         if raw.status != Status.OPTIMAL and not limited:
             # every level LP is feasible (the last solution still is) and bounded: any
             # other end is numerical trouble (an old basis, an imprecise interior point)
@@ -226,8 +265,32 @@ def _water_filling(session: Session, inst: GpuClusterInstance, agnostic: bool) -
     while free.any():
         opts_now = simplex_opts if use_simplex else lp_opts
         algo = "simplex" if use_simplex else "ipm"
-        raw = solve_lp(opts_now, algo, "level")
+        raw = solve_lp(opts_now, algo, "level", may_be_infeasible=bool(ahead))
         lps += 1
+        if ahead:
+            # the jobs frozen ahead at their caps are exactly the next levels when the
+            # LP lifts every other free job above them (see WaterFilling); those below
+            # its optimum are proven either way, the others are released and the LP
+            # solved again without them
+            z_ahead = -math.inf
+            if raw.status == Status.OPTIMAL and raw.x is not None:
+                z_ahead = float(raw.x[zcol])
+            elif raw.status != Status.INFEASIBLE:
+                status, termination = _failed(raw, x_best)
+                break
+            proven = [a for a in ahead if a.cap * (1 + LEVEL_TOL) < z_ahead]
+            for a in proven:  # (ascending caps: the levels in order)
+                record_level(a.rows, a.cap / kappa)
+                at_caps += len(a.rows)
+            wrong = [a for a in ahead if not a.cap * (1 + LEVEL_TOL) < z_ahead]
+            ahead = []
+            if wrong:
+                release_ahead(h, wrong)
+                for a in wrong:
+                    free[a.rows] = True
+                lookahead = max(1, len(proven))
+                continue
+            lookahead = min(2 * lookahead, CAP_LOOKAHEAD)
         if raw.status != Status.OPTIMAL or raw.x is None:
             status, termination = _failed(raw, x_best)
             break
@@ -276,11 +339,21 @@ def _water_filling(session: Session, inst: GpuClusterInstance, agnostic: bool) -
         dual_certified += int(certified.sum())
         idx = np.nonzero(cand)[0]
         freeze_rows(h, frows[idx], int(zcol), z * (1 - LEVEL_TOL / 10))
-        if not level_values or z / kappa > level_values[-1] * (1 + LEVEL_TOL):
-            level_values.append(z / kappa)
-        level_of[idx] = len(level_values) - 1
+        record_level(idx, z / kappa)
         free &= ~cand
         use_simplex = WARM_SIMPLEX
+        if guess_caps and free.any() and not len(caps):
+            # an upper bound on each row's value in every LP of the loop
+            upper = _alloc_upper(cm.col_upper[acols], arr, pairs, mult)
+            caps = value_caps(coef, pairs.job, upper, n)
+        if guess_caps and free.any() and (caps[idx] <= z * (1 + LEVEL_TOL)).all():
+            # this level's jobs are at their caps: guess that the next levels are too
+            # (never every free job: the LP keeps a free row, so z stays bounded)
+            ahead = freeze_ahead(h, frows, zcol, caps, free, lookahead)
+            for a in ahead:
+                free[a.rows] = False
+        else:
+            lookahead = 1
 
     info: dict[str, Any] = {
         "agnostic": bool(agnostic),
@@ -290,6 +363,7 @@ def _water_filling(session: Session, inst: GpuClusterInstance, agnostic: bool) -
         "check_lps": check_lps,
         "cold_resolves": cold_resolves,
         "groups_frozen_by_duals": dual_certified,
+        "groups_frozen_at_caps": at_caps,
         "level_tolerance": LEVEL_TOL,
         "entity_weights": any(j.entity is not None for j in inst.jobs),
         "lp_method": "ipm (no crossover), then warm primal simplex" if WARM_SIMPLEX else "ipm",
@@ -336,6 +410,86 @@ def freeze_rows(h: Any, rows: np.ndarray, zcol: int, floor: float) -> None:
     k = len(rows)
     h.addCol(0.0, -math.inf, math.inf, k, np.asarray(rows, dtype=np.int32), np.ones(k))
     h.addRow(floor, math.inf, 2, np.array([zcol, d], dtype=np.int32), np.array([1.0, -1.0]))
+
+
+def _alloc_upper(
+    col_upper: np.ndarray, arr: ClusterArrays, pairs: F.Pairs, mult: np.ndarray
+) -> np.ndarray:
+    """Each ``alloc`` column's upper bound, tightened by its type's capacity alone
+    (``scale * mult * x <= workers``)."""
+    usage = arr.scale[pairs.job] * mult[pairs.job]
+    room = arr.workers[pairs.type].astype(float) / np.where(usage > 0, usage, 1.0)
+    return np.minimum(col_upper, np.where(usage > 0, room, math.inf))
+
+
+def value_caps(coef: np.ndarray, row: np.ndarray, upper: np.ndarray, n: int) -> np.ndarray:
+    """The largest value each row can reach on its own: ``max sum_k coef[k] x[k]`` over
+    its columns with ``sum_k x[k] <= 1`` (``c_time``) and ``0 <= x[k] <= upper[k]``, a
+    fractional knapsack (best coefficient first). A relaxation of every water-filling LP,
+    so no row's value exceeds its cap in any of them."""
+    order = np.lexsort((-coef, row))
+    r, c, u = row[order], coef[order], np.clip(upper[order], 0.0, None)
+    first = np.searchsorted(r, r)  # each column's position within its row
+    pos = np.arange(len(r)) - first
+    used = np.zeros(n)  # time given so far, per row
+    cap = np.zeros(n)
+    for p in range(int(pos.max()) + 1 if len(pos) else 0):
+        at = pos == p
+        take = np.minimum(u[at], np.clip(1.0 - used[r[at]], 0.0, None))
+        used[r[at]] += take
+        cap[r[at]] += c[at] * take
+    return cap
+
+
+@dataclasses.dataclass(frozen=True)
+class Ahead:
+    """Rows frozen at their (common) cap before an LP proves it: the appended column
+    ``col`` and row ``row`` of :func:`freeze_rows`'s form."""
+
+    rows: np.ndarray
+    cap: float
+    col: int
+    row: int
+
+
+def freeze_ahead(
+    h: Any, frows: np.ndarray, zcol: int, caps: np.ndarray, free: np.ndarray, count: int
+) -> list[Ahead]:
+    """Freeze the ``count`` free rows of smallest cap (and the rest of the last one's
+    ties; never all of them) at their caps, in :func:`freeze_rows`'s form: one column
+    and one row per distinct cap, the floor ``cap * (1 - LEVEL_TOL / 10)`` as a level's.
+    Ascending caps."""
+    ids = np.nonzero(free)[0]
+    count = min(count, len(ids) - 1)
+    if count <= 0:
+        return []
+    ids = ids[np.argsort(caps[ids], kind="stable")]
+    # a tie split would leave a row the LP cannot lift above the cap: take them all
+    count = min(int(np.searchsorted(caps[ids], caps[ids[count - 1]], side="right")), len(ids) - 1)
+    ids = ids[:count]
+    cut = np.nonzero(np.diff(caps[ids]))[0] + 1
+    groups = np.split(ids, cut)
+    d0, r0, k = int(h.getNumCol()), int(h.getNumRow()), len(groups)
+    index = np.concatenate([frows[g] for g in groups]).astype(np.int32)
+    starts = np.cumsum([0, *(len(g) for g in groups[:-1])]).astype(np.int32)
+    h.addCols(k, np.zeros(k), np.full(k, -math.inf), np.full(k, math.inf), len(index),
+              starts, index, np.ones(len(index)))  # fmt: skip
+    floors = np.array([caps[g[0]] * (1 - LEVEL_TOL / 10) for g in groups])
+    ri = np.empty(2 * k, dtype=np.int32)
+    ri[0::2], ri[1::2] = zcol, d0 + np.arange(k)
+    rv = np.tile([1.0, -1.0], k)
+    h.addRows(k, floors, np.full(k, math.inf), 2 * k, 2 * np.arange(k, dtype=np.int32), ri, rv)
+    return [Ahead(g, float(caps[g[0]]), d0 + j, r0 + j) for j, g in enumerate(groups)]
+
+
+def release_ahead(h: Any, wrong: list[Ahead]) -> None:
+    """Undo :func:`freeze_ahead` for ``wrong``: their columns fixed at 0, their rows
+    free, so the rows read ``v_i - z >= 0`` again (bounds only: the basis stays)."""
+    k = len(wrong)
+    cols = np.array([a.col for a in wrong], dtype=np.int32)
+    rows = np.array([a.row for a in wrong], dtype=np.int32)
+    h.changeColsBounds(k, cols, np.zeros(k), np.zeros(k))
+    h.changeRowsBounds(k, rows, np.full(k, -math.inf), np.full(k, math.inf))
 
 
 def _failed(raw: RawSolution, x_best: np.ndarray | None) -> tuple[Status, str]:
