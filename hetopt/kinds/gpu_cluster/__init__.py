@@ -25,7 +25,7 @@ from ...result import Result, Verification
 from ..base import Kind, LazyAttribute, LazyMethod, lazy_exports
 from .data import ElasticSpec, GpuClusterInstance, GpuJob, LoanedServer
 from .generate import generate
-from .inputs import ELASTIC_OBJECTIVES, RECLAIM_PARAMS, check_elastic
+from .inputs import ELASTIC_OBJECTIVES, RECLAIM_PARAMS, check_elastic, require_steps
 from .inputs import check as check_inputs
 from .trace import read_gavel_trace, trace_to_instance
 
@@ -416,9 +416,13 @@ class GpuClusterKind(Kind):
         given = sorted(set(RECLAIM_PARAMS) & params.model_fields_set)
         if given:
             raise UsageError(f"{', '.join(given)}: only the reclaim objective takes it")
-        # steps (makespan, finish-time fairness), prices and SLO steps (min_cost), weights
-        # within what HiGHS can honour (max-min): each checked once
-        check_inputs(instance, objective)
+        if objective in ("makespan", "finish_time_fairness"):
+            require_steps(instance, objective)
+        elif objective == "min_cost":
+            from . import policies as P
+
+            P.min_cost_inputs(instance)
+        check_inputs(instance, objective)  # weights within what HiGHS can honour
 
     def verify(self, instance: GpuClusterInstance, result: Result) -> Verification:
         from . import verify as V
