@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextvars
 import json
 import math
+import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema, JsonSchemaMode
+from pydantic_core import SchemaValidator
 
 from .columns import is_columnar, list_record_model, records_from_columns, remember
 from .errors import InstanceError
@@ -286,10 +288,27 @@ class InstanceBase(BaseModel):
 
         ``source`` names the file ``data`` was read from: a file's list-of-records
         fields must be lists of records (columns are a Python API form,
-        :mod:`hetopt.columns`)."""
+        :mod:`hetopt.columns`).
+
+        Records (no columns) of a model whose every number pydantic-core can bound
+        are validated by :func:`_capped_validator`'s copy of the schema, which enforces
+        :data:`MAX_ABS` itself; the Python walk of :func:`_find_huge` then runs only when
+        validation fails, to name the first offender as it always has."""
         token = RECORDS_ONLY.set(True) if source is not None else None
         try:
-            return cls.model_validate(dict(data))
+            data = dict(data)
+            capped = _capped_validator(cls)
+            if capped is None or any(
+                is_columnar(data[k]) for k in cls._record_fields() if k in data
+            ):
+                return cls.model_validate(data)
+            try:
+                return capped.validate_python(data)
+            except ValidationError:
+                found = _find_huge(data)  # what the uncapped schema would have reported
+                if found is not None:
+                    raise InstanceError(found[1], found[0]) from None
+                raise
         except ValidationError as exc:
             raise validation_to_instance_error(exc, source) from None
         except InstanceError as exc:
@@ -327,6 +346,195 @@ class InstanceBase(BaseModel):
         if path is not None:
             Path(path).write_text(text + "\n")
         return text
+
+
+class _Uncapped(Exception):
+    """A schema node through which a number could pass unbounded (see
+    :func:`_capped_schema`)."""
+
+
+_NO_NUMBERS = frozenset({"str", "bool", "none", "bytes"})
+
+
+def _capped_validator(cls: type[InstanceBase]) -> SchemaValidator | None:
+    """The validator of ``cls`` with :data:`MAX_ABS` enforced by pydantic-core on every
+    number, or ``None`` when some number could escape that bound (built on first use).
+
+    Validating records with it accepts exactly what the model's own validator accepts:
+    a number beyond the bound fails a field's ``le``/``ge`` instead of
+    ``_reject_huge_numbers``'s Python walk of every value (``from_dict`` then runs the
+    walk to name the first offender, as before)."""
+    cached = cls.__dict__.get("_hetopt_capped", _KEEP)
+    if cached is _KEEP:
+        schema = _capped_schema(cls.__pydantic_core_schema__)
+        cached = None
+        if schema is not None and cls.__pydantic_complete__:
+            cached = _build_validator(schema)
+        type.__setattr__(cls, "_hetopt_capped", cached)
+    return cached  # type: ignore[no-any-return]
+
+
+_BUILD_LOCK = threading.Lock()
+
+
+def _build_validator(schema: dict[str, Any]) -> SchemaValidator:
+    """A validator of ``schema`` that validates every record with ``schema``'s own copy
+    of the record's schema, or ``None`` when pydantic-core would not.
+
+    pydantic-core validates a record model with the validator its class already has (a
+    "prebuilt" validator, found through the class's ``__pydantic_complete__``) instead of
+    the schema it is given, which would drop the bounds: the classes read as incomplete
+    while the validator is built (tests/contracts/test_capped_validation_kinds.py
+    checks that no record of a kind delegates)."""
+    classes: list[type] = []
+    _model_classes(schema, classes)
+    with _BUILD_LOCK:
+        saved = [(c, c.__dict__.get("__pydantic_complete__", _KEEP)) for c in classes]
+        try:
+            for c, _ in saved:
+                type.__setattr__(c, "__pydantic_complete__", False)
+            validator = SchemaValidator(schema, _top_model(schema).get("config"))
+        finally:
+            for c, was in saved:
+                if was is _KEEP:
+                    type.__delattr__(c, "__pydantic_complete__")
+                else:
+                    type.__setattr__(c, "__pydantic_complete__", was)
+    return validator
+
+
+def _model_classes(node: Any, out: list[type]) -> None:
+    if isinstance(node, dict):
+        if node.get("type") == "model" and node.get("cls") not in out:
+            out.append(node["cls"])
+        for key, child in node.items():
+            if key not in ("cls", "function", "metadata", "serialization", "default"):
+                _model_classes(child, out)
+    elif isinstance(node, list | tuple):
+        for child in node:
+            _model_classes(child, out)
+
+
+def _top_model(schema: Any) -> dict[str, Any]:
+    while schema.get("type") != "model":
+        schema = schema["schema"]
+    return schema  # type: ignore[no-any-return]
+
+
+def _capped_schema(schema: Any) -> Any:
+    """A copy of an instance model's core schema in which every ``int``/``float`` has
+    ``ge >= -MAX_ABS`` and ``le <= MAX_ABS`` and the magnitude walk
+    (``_reject_huge_numbers``) is gone; ``None`` when that would not be exact.
+
+    Exact means: data the copy accepts is data the walk finds nothing in, and the
+    reverse. So every number of an accepted instance must reach one of those ``int`` or
+    ``float`` nodes unchanged: the models strict (no strings read as numbers) with
+    ``allow_inf_nan=False`` (infinities are not "too large"), unknown fields forbidden
+    (ignored ones would go unchecked), no validator of a kind's own that sees the raw
+    data (``before``, ``wrap`` or ``plain``), no free-form (``Any``) value, no recursive
+    definitions, and no nesting the walk would call too deep."""
+    try:
+        return _cap_node(schema, strict=False, inf_nan=True, level=0, top=True)
+    except _Uncapped:
+        return None
+
+
+def _cap_node(node: Any, *, strict: bool, inf_nan: bool, level: int, top: bool = False) -> Any:
+    if not isinstance(node, dict):
+        raise _Uncapped
+    kind = node.get("type")
+    out = dict(node)
+
+    def sub(key: str, child: Any = None, **kw: Any) -> Any:
+        args = {"strict": strict, "inf_nan": inf_nan, "level": level, **kw}
+        return _cap_node(node[key] if child is None else child, **args)
+
+    if kind in ("int", "float"):
+        if not node.get("strict", strict):
+            raise _Uncapped  # lax: "1e13" would be a number the walk never saw
+        if kind == "float" and node.get("allow_inf_nan", inf_nan):
+            raise _Uncapped  # inf would fail le, and the walk accepts it
+        hi = math.floor(MAX_ABS) if kind == "int" else MAX_ABS
+        out["le"] = min(node.get("le", hi), hi)
+        out["ge"] = max(node.get("ge", -hi), -hi)
+        return out
+    if kind in _NO_NUMBERS:
+        if node.get("coerce_numbers_to_str"):
+            raise _Uncapped
+        return out
+    if kind == "literal":
+        if any(_huge(v) for v in node.get("expected", ())):
+            raise _Uncapped
+        return out
+    if kind == "model":
+        config = node.get("config") or {}
+        if (
+            config.get("extra_fields_behavior") != "forbid"
+            or node.get("custom_init")
+            or node.get("post_init")
+            or node.get("root_model")
+        ):
+            raise _Uncapped
+        if level >= MAX_DEPTH - 1:
+            raise _Uncapped
+        out["schema"] = sub(
+            "schema",
+            strict=config.get("strict", False),
+            inf_nan=config.get("allow_inf_nan", True),
+            top=top,
+        )
+        return out
+    if kind == "model-fields":
+        if node.get("extras_schema") is not None or node.get("extra_behavior", "forbid") != (
+            "forbid"
+        ):
+            raise _Uncapped
+        out["fields"] = {
+            name: sub("schema", field, level=level + 1) for name, field in node["fields"].items()
+        }
+        return out
+    if kind == "function-after":  # sees validated values only
+        out["schema"] = sub("schema", top=top)
+        return out
+    if kind in ("model-field", "nullable"):
+        out["schema"] = sub("schema")
+        return out
+    if kind == "default":
+        if node.get("validate_default"):
+            raise _Uncapped
+        out["schema"] = sub("schema")
+        return out
+    if kind == "function-before" and top and _is(node, "_reject_huge_numbers"):
+        return sub("schema", top=False)  # pydantic-core now does what it did
+    if kind == "function-wrap" and top and _is(node, "_plain_numbers"):
+        out["schema"] = sub("schema", top=True)
+        return out
+    if kind in ("list", "set", "frozenset"):
+        if "items_schema" not in node or level >= MAX_DEPTH - 1:
+            raise _Uncapped
+        out["items_schema"] = sub("items_schema", level=level + 1)
+        return out
+    if kind == "dict":
+        if "values_schema" not in node or level >= MAX_DEPTH - 1:
+            raise _Uncapped
+        out["values_schema"] = sub("values_schema", level=level + 1)  # keys are not walked
+        return out
+    if kind == "union":
+        out["choices"] = [
+            (sub("", c[0]), *c[1:]) if isinstance(c, tuple) else sub("", c) for c in node["choices"]
+        ]
+        return out
+    if kind == "tagged-union":
+        out["choices"] = {tag: sub("", c) for tag, c in node["choices"].items()}
+        return out
+    raise _Uncapped  # any, definitions, plain/before/wrap validators, ...
+
+
+def _is(node: dict[str, Any], name: str) -> bool:
+    """Whether ``node`` calls :class:`InstanceBase`'s validator ``name``."""
+    func = (node.get("function") or {}).get("function")
+    own = getattr(InstanceBase, name)
+    return getattr(func, "__func__", None) is own.__func__
 
 
 def fail(field: str, message: str) -> ValueError:

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import repeat
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -33,7 +34,8 @@ def _gc_paused() -> Iterator[None]:
 
 
 _CHECKED = threading.local()
-"""The instance :meth:`GpuClusterInstance._cross_checks` passed last (a weak reference)."""
+"""The instance :meth:`GpuClusterInstance._cross_checks` passed last (a weak reference)
+and the columns its job checks computed (:class:`_JobColumns`)."""
 
 NonNegFloat = Annotated[float, Field(ge=0)]
 PosFloat = Annotated[float, Field(gt=0)]
@@ -244,31 +246,33 @@ class GpuClusterInstance(InstanceBase):
     def _plain_jobs_ok(self, cap: dict[str, int]) -> bool:
         """Whether every job passes :meth:`_check_jobs` (unique ids, time-sharing jobs with
         known types, each runnable somewhere, ``current_workers`` = ``scale_factor``),
-        decided with set operations and C-level scans instead of a loop of checks per job
-        (about a fifth of validating 2,048 Gavel jobs, measured). ``False`` (some job is
-        elastic, or a check fails): :meth:`_check_jobs` finds and names the first problem."""
+        decided with set operations and numpy instead of a loop of checks per job (about
+        a fifth of validating 2,048 Gavel jobs, measured). ``False`` (some job is
+        elastic, or a check fails): :meth:`_check_jobs` finds and names the first problem.
+
+        ``True`` keeps what it computed for :class:`ClusterArrays` (the ids, the
+        throughput matrix and the scale factors: :class:`_JobColumns`, one instance
+        per thread)."""
         jobs = self.jobs
-        if len({job.id for job in jobs}) != len(jobs):
+        ids = [job.id for job in jobs]
+        if len(set(ids)) != len(jobs):
             return False
         if any([job.elastic is not None or job.current_workers is not None for job in jobs]):
             return False  # elastic jobs and current_workers: checked job by job
         thrs = [t for t in [job.throughput for job in jobs] if t is not None]
         if len(thrs) != len(jobs):
             return False
-        known = self.workers.keys()
-        if not all([t.keys() <= known for t in thrs]):
+        if not set().union(*thrs) <= self.workers.keys():
             return False
-        # runnable: a positive throughput (validated >= 0, so max > 0) on a type with at
-        # least scale_factor GPUs; where every type has that many, the largest throughput
-        # decides
-        least = min(cap.values())
-        for job, thr in zip(jobs, thrs, strict=True):
-            sf = job.scale_factor
-            if sf <= least:
-                if not thr or max(thr.values()) <= 0:
-                    return False
-            elif not any(v > 0 and cap[t] >= sf for t, v in thr.items()):
-                return False
+        # runnable: a positive throughput on a type with at least scale_factor GPUs
+        # (throughputs are validated >= 0, a type a job omits is 0 in the matrix)
+        types = list(self.workers)
+        thr = _throughput_matrix(thrs, types)
+        scale = np.array([job.scale_factor for job in jobs], dtype=float)
+        room = np.array([cap[t] for t in types], dtype=float)
+        if not ((thr > 0) & (scale[:, None] <= room[None, :])).any(axis=1).all():
+            return False
+        _CHECKED.columns = _JobColumns(weakref.ref(self), jobs, self.workers, ids, thr, scale)
         return True
 
     def _check_jobs(self, cap: dict[str, int]) -> None:
@@ -450,12 +454,56 @@ def _check_loaned_servers(inst: GpuClusterInstance, job_pos: dict[str, int]) -> 
             )
 
 
-@dataclass(frozen=True)
+def _throughput_matrix(thrs: list[dict[str, float]], types: list[str]) -> np.ndarray:
+    """Jobs x ``types`` (C order) from each job's ``throughput`` dict (0 where a job
+    names no throughput; every name a dict uses must be one of ``types``)."""
+    n, T = len(thrs), len(types)
+    if T <= 16:
+        # a column per type (5x faster than an assignment per entry)
+        thr = np.array(
+            [list(map(dict.get, thrs, repeat(t), repeat(0.0))) for t in types], dtype=float
+        )
+        return np.ascontiguousarray(thr.reshape(T, n).T)
+    col = {t: k for k, t in enumerate(types)}  # wide clusters: the (few) entries of each job
+    out = np.zeros((n, T))
+    for i, d in enumerate(thrs):
+        for t, v in d.items():
+            out[i, col[t]] = v
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class _JobColumns:
+    """What :meth:`GpuClusterInstance._plain_jobs_ok` computed for the instance it last
+    passed in this thread, for :meth:`ClusterArrays.from_instance` (taken once): valid
+    while that instance lives and holds the same ``jobs`` list and ``workers`` dict."""
+
+    instance: weakref.ref[GpuClusterInstance]
+    jobs: list[GpuJob]
+    workers: dict[str, int]
+    ids: list[str]
+    thr: np.ndarray
+    scale: np.ndarray
+
+    @staticmethod
+    def of(inst: GpuClusterInstance) -> _JobColumns | None:
+        done: _JobColumns | None = getattr(_CHECKED, "columns", None)
+        if done is None or done.instance() is not inst:
+            return None
+        _CHECKED.columns = None
+        if done.jobs is inst.jobs and done.workers is inst.workers:
+            return done
+        return None
+
+
+@dataclass(frozen=True, eq=False)
 class ClusterArrays:
     """Dense numpy views of a :class:`GpuClusterInstance`.
 
     ``thr`` is jobs x types; ``allowed`` marks the pairs a job can use (positive
-    throughput and at least ``scale_factor`` GPUs of that type).
+    throughput and at least ``scale_factor`` GPUs of that type). Compared by identity
+    (arrays have no single truth value): two instances whose views are both computed
+    compare by their fields.
     """
 
     job_ids: list[str]
@@ -470,21 +518,14 @@ class ClusterArrays:
     @classmethod
     def from_instance(cls, inst: GpuClusterInstance) -> ClusterArrays:
         types = list(inst.workers)
-        col = {t: k for k, t in enumerate(types)}
         jobs = inst.jobs
-        n, T = len(jobs), len(types)
-        thrs = [job.throughput or {} for job in jobs]  # elastic jobs: a row of zeros
-        if T <= 16:
-            # a column per type (5x faster than an assignment per entry); the same values,
-            # since every type a job names is a worker type (validated)
-            thr = np.array([[d.get(t, 0.0) for d in thrs] for t in types], dtype=float)
-            thr = np.ascontiguousarray(thr.reshape(T, n).T)
-        else:  # wide clusters: assign the (few) entries each job has
-            thr = np.zeros((n, T))
-            for i, d in enumerate(thrs):
-                for t, v in d.items():
-                    thr[i, col[t]] = v
-        scale = np.array([j.scale_factor for j in jobs], dtype=float)
+        done = _JobColumns.of(inst)
+        if done is not None:  # from the job checks of validation
+            ids, thr, scale = done.ids, done.thr, done.scale
+        else:
+            ids = [j.id for j in jobs]
+            thr = _throughput_matrix([job.throughput or {} for job in jobs], types)
+            scale = np.array([j.scale_factor for j in jobs], dtype=float)
         weight = np.array([j.weight for j in jobs], dtype=float)
         steps = np.array(
             [math.nan if j.steps_remaining is None else j.steps_remaining for j in jobs],
@@ -492,7 +533,7 @@ class ClusterArrays:
         )
         workers = np.array([inst.workers[t] for t in types], dtype=float)
         allowed = (thr > 0) & (scale[:, None] <= workers[None, :])
-        return cls([j.id for j in jobs], types, thr, scale, weight, steps, workers, allowed)
+        return cls(ids, types, thr, scale, weight, steps, workers, allowed)
 
     @property
     def num_jobs(self) -> int:

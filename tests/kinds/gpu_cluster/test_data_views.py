@@ -1,0 +1,78 @@
+"""The numpy views of a ``gpu_cluster`` instance (:class:`ClusterArrays`) are the same
+whether they reuse what validation's job checks computed or are built from the records
+alone."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+from typing import Any
+
+import numpy as np
+import pytest
+
+from hetopt.kinds.gpu_cluster import GpuClusterInstance, generate
+from hetopt.kinds.gpu_cluster.data import _CHECKED, ClusterArrays
+
+
+def _wide() -> dict[str, Any]:
+    types = [f"t{k}" for k in range(20)]
+    rng = np.random.default_rng(3)
+    jobs = [
+        {
+            "id": str(i),
+            "throughput": {t: float(rng.integers(1, 9)) for t in rng.choice(types, 4)},
+            "scale_factor": int(rng.choice([1, 2])),
+            "weight": float(rng.choice([1.0, 2.0])),
+        }
+        for i in range(40)
+    ]
+    return {"kind": "gpu_cluster", "workers": {t: 2 for t in types}, "jobs": jobs}
+
+
+def _cases() -> list[dict[str, Any]]:
+    mix = generate(300, "k80=25,p100=25,v100=25", seed=2, multi_gpu=True).to_dict()
+    sparse = copy.deepcopy(mix)
+    for job in sparse["jobs"][::3]:
+        job["throughput"].pop("k80", None)
+        job["steps_remaining"] = 10.0
+    one = generate(50, "v100=8", seed=4).to_dict()
+    return [mix, sparse, one, _wide()]
+
+
+def _fresh(inst: GpuClusterInstance) -> ClusterArrays:
+    bare = GpuClusterInstance.model_construct(workers=inst.workers, jobs=list(inst.jobs))
+    return ClusterArrays.from_instance(bare)
+
+
+@pytest.mark.parametrize("k", range(4))
+def test_arrays_from_validation_equal_arrays_from_the_records(k: int) -> None:
+    data = _cases()[k]
+    inst = GpuClusterInstance.from_dict(data)
+    assert _CHECKED.columns.instance() is inst  # the job checks kept their columns
+    got, want = inst.arrays, _fresh(inst)
+    assert _CHECKED.columns is None  # taken once
+    for f in dataclasses.fields(ClusterArrays):
+        a, b = getattr(got, f.name), getattr(want, f.name)
+        if isinstance(a, np.ndarray):
+            assert a.dtype == b.dtype and a.shape == b.shape and a.flags.c_contiguous
+            assert np.array_equal(a, b, equal_nan=True), f.name
+        else:
+            assert a == b, f.name
+
+
+def test_kept_columns_belong_to_one_instance() -> None:
+    data = _cases()[0]
+    a = GpuClusterInstance.from_dict(data)
+    b = GpuClusterInstance.from_dict(data)  # the columns kept are b's now
+    assert a == b and np.array_equal(a.arrays.thr, b.arrays.thr)
+    assert a == b  # with both views computed (ClusterArrays compare by identity)
+    c = pickle.loads(pickle.dumps(b))
+    assert c == b and np.array_equal(c.arrays.thr, b.arrays.thr)
+    # a copy with other workers does not take columns computed for the old ones
+    d = GpuClusterInstance.from_dict(data)
+    other = {t: n + 1 for t, n in d.workers.items()}
+    e = d.model_copy(update={"workers": other})
+    assert e.arrays.workers.tolist() == [float(n) for n in other.values()]
+    assert np.array_equal(e.arrays.thr, d.arrays.thr)
