@@ -5,6 +5,11 @@ types and ``N`` jobs, an optimal basis has at most ``2N + K`` basic variables ov
 ``2N + K`` rows: most jobs use one or two types. So the LP is solved over a few columns
 per job and grown only where it pays:
 
+0. no row's value can exceed its best type full time, so ``z <= z_ub = min_i max_k
+   coef[i,k]``; when the GPUs let every row reach ``z_ub`` (:func:`bottleneck_fill`, a
+   greedy in numpy) that fill is an optimum and no LP is solved (the certificate below
+   with zero duals is ``z_ub``). Common where one job's best type is poor: Gavel's
+   normalisation then sets ``kappa`` from that job;
 1. the restricted LP holds, for every row, the ``initial`` pairs with the largest value
    coefficient (its best types); it is passed to HiGHS as arrays (no Pyomo model) and
    solved by interior point without crossover, to a tight tolerance
@@ -68,6 +73,10 @@ duals then leave a gap near 1e-8, above what the certificate must show)."""
 
 IPM_OPTIONS = {"solver": "ipm", "run_crossover": "off", "ipm_optimality_tolerance": IPM_TOLERANCE}
 CROSSOVER_OPTIONS = {"solver": "ipm", "run_crossover": "on"}
+
+BOTTLENECK_FILL = True
+"""Try :func:`bottleneck_fill` before any LP (a test switches it off to exercise the
+pricing loop on instances the fill solves)."""
 
 AUTO_MIN_PAIRS = 50_000
 """``lp_strategy="auto"`` generates columns from this many pairs (and more than
@@ -200,6 +209,65 @@ def z_upper_of(p: Pricing, num_rows: int, z_max: float | None) -> float:
     return ub if z_max is None else min(ub, z_max)
 
 
+def bottleneck_fill(
+    p: Pricing, num_rows: int, num_types: int, capacity: np.ndarray, z: float
+) -> np.ndarray | None:
+    """Time fractions of every pair giving every row the value ``z`` within the
+    capacities, or ``None`` when this greedy finds none.
+
+    Each row runs on one type ``t`` with ``coef >= z`` for the time ``z / coef`` (so
+    its value is ``z`` and its time at most 1), using ``usage * z / coef`` GPUs of ``t``.
+    Rows propose to their types from the fewest GPUs up; a type takes its proposers
+    (those that lose most by moving on first) while its GPUs last; the others move to
+    their next type. With ``z`` the bound :func:`z_upper_of`, a fill is an optimum
+    (no row's value can exceed its best type full time), certified by zero duals.
+    """
+    n, T = num_rows, num_types
+    if n == 0 or z <= 0:
+        return None
+    gpus = np.full((n, T), np.inf)
+    usable = p.coef >= z
+    k_ok = np.nonzero(usable)[0]
+    gpus[p.row[k_ok], p.type[k_ok]] = p.usage[k_ok] * z / p.coef[k_ok]
+    pair = np.full((n, T), -1, dtype=np.int64)
+    pair[p.row[k_ok], p.type[k_ok]] = k_ok
+    order = np.argsort(gpus, axis=1, kind="stable")  # each row's types, fewest GPUs first
+    ranked = np.take_along_axis(gpus, order, axis=1)
+    ranked_next = np.c_[ranked[:, 1:], np.full(n, np.inf)]
+    left = np.asarray(capacity, dtype=float) * (1.0 - 1e-12)
+    rank = np.zeros(n, dtype=np.int64)
+    pending = np.arange(n)
+    chosen = np.full(n, -1, dtype=np.int64)
+    while len(pending):
+        r = rank[pending]
+        need = ranked[pending, r]
+        if not np.isfinite(need).all():
+            return None  # a row ran out of types
+        typ = order[pending, r]
+        regret = ranked_next[pending, r] - need
+        regret = np.where(np.isfinite(regret), regret, np.finfo(float).max)
+        by = np.lexsort((-regret, typ))  # by type, largest regret first
+        rows, typ, need = pending[by], typ[by], need[by]
+        start = np.searchsorted(typ, np.arange(T))
+        used = np.cumsum(need)
+        before = np.r_[0.0, used][start][typ]  # GPUs taken by earlier types' proposers
+        take = used - before <= left[typ]
+        # a type takes a prefix of its proposers (stop at the first that does not fit)
+        first_no = np.full(T, len(rows))
+        no = np.nonzero(~take)[0]
+        np.minimum.at(first_no, typ[no], no)
+        take = np.arange(len(rows)) < first_no[typ]
+        chosen[rows[take]] = pair[rows[take], typ[take]]
+        np.subtract.at(left, typ[take], need[take])
+        pending = np.sort(rows[~take])
+        rank[pending] += 1
+        if (rank[pending] >= T).any():
+            return None
+    x = np.zeros(len(p))
+    x[chosen] = z / p.coef[chosen]
+    return x
+
+
 def solve_by_columns(
     session: Session,
     instance: GpuClusterInstance,
@@ -207,8 +275,7 @@ def solve_by_columns(
     objective: str = "max_min_fairness",
 ) -> Outcome:
     """The max-min fairness or makespan LP of ``instance`` by column generation (module
-    docstring)."""
-    from ...highs import HighsModel
+    docstring), after the bottleneck fill (:func:`bottleneck_fill`)."""
     from .methods import MakespanRead, MaxMinRead, require_steps, time_share_tables
 
     makespan = objective == "makespan"
@@ -237,6 +304,73 @@ def solve_by_columns(
         # (the certificate's bound on z; not in the LP, where z at such a bound slows the
         # interior point down)
         z_ub = z_upper_of(pricing, n, None if lp.z_max is None else lp.z_max * lp.scale)
+        filled = bottleneck_fill(pricing, n, T, capacity, z_ub) if BOTTLENECK_FILL else None
+    info: dict[str, Any] = {"lp_strategy": "column_generation"}
+    if filled is not None:
+        # z = z_ub is reached: optimal, certified by zero duals (the bound is z_ub)
+        bound, _ = certificate(pricing, lay, np.zeros(2 * n + T), capacity, z_ub)
+        info.update(bottleneck_fill=True, pricing_rounds=0, columns_generated=0, lp_columns=0)
+        run = Run(Status.OPTIMAL, "optimal", z_ub, filled, bound, True)
+    else:
+        run = _generate(session, lp, pricing, lay, capacity, z_ub, info)
+    with session.timer("load_s"):
+        info["pair_columns_full"] = len(pricing)
+        if group_of is not None:
+            info["symmetry_groups"] = n
+        if not run.status.has_solution or run.x is None:
+            return Outcome(None, {}, info, run.status, run.termination, None, None)
+        x = np.where(np.abs(run.x) < 1e-10, 0.0, run.x)
+        Xr = np.zeros((n, T))
+        Xr[pricing.row, pricing.type] = x
+        X = Xr if group_of is None else Xr[group_of]
+        allocation, jobs, thr_eff = time_share_tables(arr, X)
+        scale = lp.scale
+        z = run.z
+        optimal = run.status == Status.OPTIMAL and run.certified
+        reader = MakespanRead() if makespan else MaxMinRead()
+        value, status, term = reader.read(arr, jobs, thr_eff, z, scale, optimal, info)
+        tables = {"allocation": allocation, "jobs": jobs}
+        if status is not None:  # makespan: some job cannot progress
+            return Outcome(None, tables, info, status, term, None, None)
+        if not optimal or run.bound is None or value is None:
+            return Outcome(value, tables, info, run.status, run.termination, None, None)
+        z_bound = max(run.bound, z)  # a proven upper bound on the LP's z
+        # max-min: value z / kappa <= z_bound / kappa; makespan: t_ref / z >= t_ref / z_bound
+        proven = scale / z_bound if makespan else z_bound / scale
+        gap = abs(proven - value) / max(abs(proven), abs(value), 1e-12)
+        status = Status.OPTIMAL if gap <= 1e-9 else Status.FEASIBLE
+        term = run.termination if status == Status.OPTIMAL else "pricing gap above 1e-9"
+        return Outcome(value, tables, info, status, term, proven, gap)
+
+
+@dataclass(frozen=True)
+class Run:
+    """How the LP ended: status, ``z``, every pair's time fraction (clipped to [0, 1]),
+    the certificate's bound and whether it closed the gap."""
+
+    status: Status
+    termination: str
+    z: float
+    x: np.ndarray | None
+    bound: float | None
+    certified: bool
+
+
+def _generate(
+    session: Session,
+    lp: M.MaxMinLP,
+    pricing: Pricing,
+    lay: ColumnsLayout,
+    capacity: np.ndarray,
+    z_ub: float,
+    info: dict[str, Any],
+) -> Run:
+    """The restricted LPs in HiGHS, priced until the certificate closes (module
+    docstring); fills ``info``'s counts."""
+    from ...highs import HighsModel
+
+    n = lay.num_rows
+    with session.timer("build_s"):
         first = initial_pairs(pricing, n, INITIAL)
         z_max = np.inf if lp.z_max is None else lp.z_max * lp.scale
         compiled = restricted_model(lp.name, pricing, first, lay, capacity, z_max)
@@ -295,42 +429,12 @@ def solve_by_columns(
         added += k
         view = run(CROSSOVER_OPTIONS if crossed else IPM_OPTIONS, "priced")
 
-    with session.timer("load_s"):
-        raw = view.raw
-        info: dict[str, Any] = {
-            "lp_strategy": "column_generation",
-            "pricing_rounds": rounds,
-            "columns_generated": added,
-            "lp_columns": int(in_lp.sum()),
-            "pair_columns_full": len(pricing),
-        }
-        if group_of is not None:
-            info["symmetry_groups"] = n
-        if not raw.status.has_solution or raw.x is None:
-            return Outcome(None, {}, info, raw.status, raw.termination, None, None)
-        pick = np.concatenate(members)
-        col = np.concatenate(cols)
-        x = np.zeros(len(pricing))
-        x[pick] = np.clip(raw.x[col], 0.0, 1.0)
-        x = np.where(np.abs(x) < 1e-10, 0.0, x)
-        Xr = np.zeros((n, T))
-        Xr[pricing.row, pricing.type] = x
-        X = Xr if group_of is None else Xr[group_of]
-        allocation, jobs, thr_eff = time_share_tables(arr, X)
-        scale = lp.scale
-        z = float(raw.x[0])
-        optimal = raw.status == Status.OPTIMAL and certified
-        reader = MakespanRead() if makespan else MaxMinRead()
-        value, status, term = reader.read(arr, jobs, thr_eff, z, scale, optimal, info)
-        tables = {"allocation": allocation, "jobs": jobs}
-        if status is not None:  # makespan: some job cannot progress
-            return Outcome(None, tables, info, status, term, None, None)
-        if not optimal or bound is None or value is None:
-            return Outcome(value, tables, info, raw.status, raw.termination, None, None)
-        z_bound = max(bound, z)  # a proven upper bound on the LP's z
-        # max-min: value z / kappa <= z_bound / kappa; makespan: t_ref / z >= t_ref / z_bound
-        proven = scale / z_bound if makespan else z_bound / scale
-        gap = abs(proven - value) / max(abs(proven), abs(value), 1e-12)
-        status = Status.OPTIMAL if gap <= 1e-9 else Status.FEASIBLE
-        term = raw.termination if status == Status.OPTIMAL else "pricing gap above 1e-9"
-        return Outcome(value, tables, info, status, term, proven, gap)
+    info.update(pricing_rounds=rounds, columns_generated=added, lp_columns=int(in_lp.sum()))
+    raw = view.raw
+    if not raw.status.has_solution or raw.x is None:
+        return Run(raw.status, raw.termination, 0.0, None, None, False)
+    pick = np.concatenate(members)
+    col = np.concatenate(cols)
+    x = np.zeros(len(pricing))
+    x[pick] = np.clip(raw.x[col], 0.0, 1.0)
+    return Run(raw.status, raw.termination, float(raw.x[0]), x, bound, certified)
