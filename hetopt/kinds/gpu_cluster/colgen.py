@@ -215,57 +215,62 @@ def bottleneck_fill(
     """Time fractions of every pair giving every row the value ``z`` within the
     capacities, or ``None`` when this greedy finds none.
 
-    Each row runs on one type ``t`` with ``coef >= z`` for the time ``z / coef`` (so
-    its value is ``z`` and its time at most 1), using ``usage * z / coef`` GPUs of ``t``.
-    Rows propose to their types from the fewest GPUs up; a type takes its proposers
-    (those that lose most by moving on first) while its GPUs last; the others move to
-    their next type. With ``z`` the bound :func:`z_upper_of`, a fill is an optimum
-    (no row's value can exceed its best type full time), certified by zero duals.
+    A row takes its value from types ``t`` with ``coef >= z`` (``z / coef`` of its time
+    and ``usage * z / coef`` GPUs of ``t`` per unit of value; so its time stays at most
+    1 however it splits). Rows propose to their types from the fewest GPUs up; a type
+    takes its proposers (those with the fewest types left first, then those that lose
+    most by moving on) while its GPUs last, the one at the boundary in part; the others
+    (and that part) move to their next type. With ``z`` the bound :func:`z_upper_of` a
+    fill is an optimum (no row's value can exceed its best type full time), certified
+    by zero duals.
     """
     n, T = num_rows, num_types
     if n == 0 or z <= 0:
         return None
     gpus = np.full((n, T), np.inf)
-    usable = p.coef >= z
-    k_ok = np.nonzero(usable)[0]
+    k_ok = np.nonzero(p.coef >= z)[0]
     gpus[p.row[k_ok], p.type[k_ok]] = p.usage[k_ok] * z / p.coef[k_ok]
     pair = np.full((n, T), -1, dtype=np.int64)
     pair[p.row[k_ok], p.type[k_ok]] = k_ok
     order = np.argsort(gpus, axis=1, kind="stable")  # each row's types, fewest GPUs first
     ranked = np.take_along_axis(gpus, order, axis=1)
     ranked_next = np.c_[ranked[:, 1:], np.full(n, np.inf)]
+    options = np.isfinite(ranked)[:, ::-1].cumsum(axis=1)[:, ::-1]  # from each rank on
     left = np.asarray(capacity, dtype=float) * (1.0 - 1e-12)
+    share = np.zeros(len(p))  # fraction of each row's value z from each pair
+    rest = np.ones(n)  # fraction of each row's value still to place
     rank = np.zeros(n, dtype=np.int64)
     pending = np.arange(n)
-    chosen = np.full(n, -1, dtype=np.int64)
+    big = np.finfo(float).max
     while len(pending):
         r = rank[pending]
-        need = ranked[pending, r]
-        if not np.isfinite(need).all():
-            return None  # a row ran out of types
+        unit = ranked[pending, r]
+        if not np.isfinite(unit).all():
+            return None
         typ = order[pending, r]
-        regret = ranked_next[pending, r] - need
-        regret = np.where(np.isfinite(regret), regret, np.finfo(float).max)
-        by = np.lexsort((-regret, typ))  # by type, largest regret first
-        rows, typ, need = pending[by], typ[by], need[by]
+        need = rest[pending] * unit
+        regret = ranked_next[pending, r] - unit
+        regret = np.where(np.isfinite(regret), regret, big)
+        by = np.lexsort((-regret, options[pending, r], typ))  # by type, then priority
+        rows, typ, need, unit = pending[by], typ[by], need[by], unit[by]
         start = np.searchsorted(typ, np.arange(T))
         used = np.cumsum(need)
-        before = np.r_[0.0, used][start][typ]  # GPUs taken by earlier types' proposers
-        take = used - before <= left[typ]
-        # a type takes a prefix of its proposers (stop at the first that does not fit)
-        first_no = np.full(T, len(rows))
-        no = np.nonzero(~take)[0]
-        np.minimum.at(first_no, typ[no], no)
-        take = np.arange(len(rows)) < first_no[typ]
-        chosen[rows[take]] = pair[rows[take], typ[take]]
-        np.subtract.at(left, typ[take], need[take])
-        pending = np.sort(rows[~take])
+        before = used - need - np.r_[0.0, used][start][typ]  # GPUs taken before this row
+        room = np.clip(left[typ] - before, 0.0, None)
+        got = np.minimum(need, room)  # (whole, a part at the boundary, or nothing)
+        frac = np.where(need > 0, got / np.where(need > 0, need, 1.0), 1.0)
+        placed = frac * rest[rows]
+        np.add.at(share, pair[rows, typ], placed)
+        rest[rows] -= placed
+        np.subtract.at(left, typ, got)
+        left = np.maximum(left, 0.0)
+        full = frac >= 1.0
+        rest[rows[full]] = 0.0
+        pending = np.sort(rows[~full])
         rank[pending] += 1
         if (rank[pending] >= T).any():
             return None
-    x = np.zeros(len(p))
-    x[chosen] = z / p.coef[chosen]
-    return x
+    return share * z / np.where(p.coef > 0, p.coef, 1.0)
 
 
 def solve_by_columns(
