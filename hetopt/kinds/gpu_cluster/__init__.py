@@ -246,6 +246,12 @@ DETAILS = (
     Detail("lp_columns", "int", "column generation: (job, type) columns in the final LP"),
     Detail("pair_columns_full", "int", "column generation: columns of the monolithic LP"),
     Detail(
+        "reduced_rows",
+        "int",
+        "column generation: job rows kept in the LP whose other rows were aggregated "
+        "at sampled GPU prices",
+    ),
+    Detail(
         "bottleneck_fill",
         "bool",
         "column generation: no LP solved; every job reached the bound min over jobs of the "

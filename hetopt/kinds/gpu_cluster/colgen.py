@@ -10,6 +10,9 @@ per job and grown only where it pays:
    greedy in numpy) that fill is an optimum and no LP is solved (the certificate below
    with zero duals is ``z_ub``). Common where one job's best type is poor: Gavel's
    normalisation then sets ``kappa`` from that job;
+   From :data:`PRICE_MIN_ROWS` rows, :func:`_by_prices` comes next: GPU prices from a
+   sampled LP aggregate the rows whose cheapest way to ``z`` is clear, a reduced LP
+   holds the others, certified by the same bound; when it does not close, step 1;
 1. the restricted LP holds, for every row, the ``initial`` pairs with the largest value
    coefficient (its best types); it is passed to HiGHS as arrays (no Pyomo model) and
    solved by interior point without crossover, to a tight tolerance
@@ -317,7 +320,9 @@ def solve_by_columns(
         info.update(bottleneck_fill=True, pricing_rounds=0, columns_generated=0, lp_columns=0)
         run = Run(Status.OPTIMAL, "optimal", z_ub, filled, bound, True)
     else:
-        run = _generate(session, lp, pricing, lay, capacity, z_ub, info)
+        z_max = np.inf if lp.z_max is None else lp.z_max * lp.scale
+        priced = _by_prices(session, pricing, lay, capacity, z_ub, z_max, info)
+        run = priced or _generate(session, lp, pricing, lay, capacity, z_ub, info)
     with session.timer("load_s"):
         info["pair_columns_full"] = len(pricing)
         if group_of is not None:
@@ -443,3 +448,231 @@ def _generate(
     x = np.zeros(len(pricing))
     x[pick] = np.clip(raw.x[col], 0.0, 1.0)
     return Run(raw.status, raw.termination, float(raw.x[0]), x, bound, certified)
+
+
+# ------------------------------------------------------------ price-directed rows
+PRICE_MIN_ROWS = 5_000
+"""Rows from which :func:`_by_prices` runs before the restricted LP (below, one
+restricted LP is cheap)."""
+
+SAMPLE_ROWS = 4_000
+"""Rows of the sample LP that estimates the GPU prices."""
+
+AMBIGUOUS = 0.01
+"""A row is kept in the reduced LP when its cheapest way to reach ``z`` at the sample's
+prices is within this (relative) of another, or ``z`` within it of where that way ends."""
+
+PRICE_ROUNDS = 4
+SAMPLE_OPTIONS = {"solver": "ipm", "run_crossover": "off", "ipm_optimality_tolerance": 1e-6}
+
+
+@dataclass(frozen=True)
+class Dense:
+    """The pairs as rows x types arrays (``coef`` 0 and ``pair`` -1 where none)."""
+
+    coef: np.ndarray
+    usage: np.ndarray
+    has: np.ndarray
+    pair: np.ndarray
+
+    @classmethod
+    def of(cls, p: Pricing, n: int, T: int) -> Dense:
+        coef, usage = np.zeros((n, T)), np.zeros((n, T))
+        has = np.zeros((n, T), dtype=bool)
+        pair = np.full((n, T), -1, dtype=np.int64)
+        coef[p.row, p.type] = p.coef
+        usage[p.row, p.type] = p.usage
+        has[p.row, p.type] = True
+        pair[p.row, p.type] = np.arange(len(p))
+        return cls(coef, usage, has, pair)
+
+
+@dataclass(frozen=True)
+class Ways:
+    """Each row's cheapest way to reach the value ``z`` at GPU prices ``w``: types ``a``
+    and ``b`` sharing its whole time (``a = -1``: only ``b``, for ``z / coef_b`` of its
+    time), its cost and the next cheapest way's."""
+
+    a: np.ndarray
+    b: np.ndarray
+    cost: np.ndarray
+    second: np.ndarray
+
+    @classmethod
+    def at(cls, d: Dense, w: np.ndarray, z: float) -> Ways:
+        n, T = d.coef.shape
+        price = np.where(d.has, w[None, :] * d.usage, np.inf)
+        best, second = np.full(n, np.inf), np.full(n, np.inf)
+        a, b = np.full(n, -1), np.full(n, -1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for tb in range(T):
+                ok_b = d.has[:, tb] & (d.coef[:, tb] >= z)
+                cb = d.coef[:, tb]
+                ways = [(-1, np.where(ok_b, z / cb * price[:, tb], np.inf))]
+                for ta in range(T):
+                    if ta == tb:
+                        continue
+                    ca = d.coef[:, ta]
+                    ok = ok_b & d.has[:, ta] & (ca < z)
+                    val = price[:, ta] + (price[:, tb] - price[:, ta]) * (z - ca) / (cb - ca)
+                    ways.append((ta, np.where(ok, val, np.inf)))
+                for ta, val in ways:
+                    better = val < best
+                    second = np.where(better, best, np.minimum(second, val))
+                    a, b = np.where(better, ta, a), np.where(better, tb, b)
+                    best = np.where(better, val, best)
+        return cls(a, b, best, second)
+
+
+def _reduced(
+    p: Pricing, d: Dense, keep: np.ndarray, capacity: np.ndarray, z_column: np.ndarray,
+    z_bounds: tuple[float, float],
+) -> tuple[CompiledModel, np.ndarray]:  # fmt: skip
+    """The LP over the rows ``keep`` (all their pairs; ``z`` first, with ``z_column``
+    GPUs of each type per unit of ``z``) and the pairs of its columns."""
+    import pyomo.environ as pyo
+    import scipy.sparse as sp
+
+    from ...highs import CompiledModel
+
+    m, T = len(keep), len(capacity)
+    local = np.full(d.coef.shape[0], -1)
+    local[keep] = np.arange(m)
+    pk = d.pair[keep].ravel()
+    pk = pk[pk >= 0]
+    k = len(pk)
+    r = local[p.row[pk]]
+    rows = np.concatenate([r, m + p.type[pk], m + T + r, m + np.arange(T), m + T + np.arange(m)])
+    cols = np.concatenate([*(1 + np.arange(k),) * 3, np.zeros(T + m, dtype=np.int64)])
+    vals = np.concatenate([np.ones(k), p.usage[pk], p.coef[pk], z_column, -np.ones(m)])
+    A = sp.csc_array((vals, (rows, cols)), shape=(2 * m + T, k + 1))
+    A.sum_duplicates()
+    c = np.zeros(k + 1)
+    c[0] = 1.0
+    compiled = CompiledModel(
+        model=pyo.ConcreteModel(name="gpu_cluster_reduced"),
+        columns=[None] * (k + 1),
+        rows=[None] * (2 * m + T),
+        A=A,
+        c=c,
+        offset=0.0,
+        maximize=True,
+        col_lower=np.r_[z_bounds[0], np.zeros(k)],
+        col_upper=np.r_[z_bounds[1], np.ones(k)],
+        row_lower=np.r_[np.full(m + T, -np.inf), np.zeros(m)],
+        row_upper=np.r_[np.ones(m), capacity, np.full(m, np.inf)],
+        integrality=np.zeros(k + 1, dtype=np.int32),
+    )
+    return compiled, pk
+
+
+def _by_prices(
+    session: Session,
+    p: Pricing,
+    lay: ColumnsLayout,
+    capacity: np.ndarray,
+    z_ub: float,
+    z_max: float,
+    info: dict[str, Any],
+) -> Run | None:
+    """The LP with most rows aggregated, or ``None`` (then the restricted LP runs).
+
+    GPU prices ``w`` from the LP of a random sample of rows (capacities in proportion)
+    fix each row's cheapest way to reach ``z`` (:class:`Ways`: one or two types, time
+    fractions affine in ``z``); the rows whose way is clear at those prices become
+    GPUs per unit of ``z`` in the capacity rows (and bounds on ``z`` where their way
+    ends), the ambiguous rows stay as rows. That reduced LP is a restriction of the
+    full LP (its solutions are feasible there); its duals, with each aggregated row's
+    fairness dual the slope of its way's cost, give the certificate of the module
+    docstring over every pair. Rows whose way the new prices contradict join the
+    reduced LP until the certificate closes (at most :data:`PRICE_ROUNDS` LPs).
+    """
+    from ...highs import HighsModel
+
+    n, T = lay.num_rows, lay.num_types
+    if n < PRICE_MIN_ROWS:
+        return None
+    d = Dense.of(p, n, T)
+    rows = np.arange(n)
+
+    def solve(compiled: CompiledModel, options: dict[str, Any], stage: str) -> Any:
+        with session.timer("transfer_s"):
+            hm = HighsModel(compiled)
+        live = session.adopt(Built(compiled.model, lay), hm)
+        opts = session.remaining(session.options)
+        opts = opts.replace(highs_options={**options, **opts.highs_options})
+        return live.solve(opts, M.LP_METHOD, stage).raw
+
+    with session.timer("build_s"):
+        m = min(n, SAMPLE_ROWS)
+        sample = np.sort(np.random.default_rng(0).choice(n, m, replace=False))
+        compiled, _ = _reduced(p, d, sample, capacity * m / n, np.zeros(T), (0.0, z_max))
+    raw = solve(compiled, SAMPLE_OPTIONS, "sample")
+    if raw.status != Status.OPTIMAL or raw.row_dual is None or raw.x is None:
+        return None
+    with session.timer("build_s"):
+        w = np.maximum(raw.row_dual[m : m + T], 0.0)
+        z = float(raw.x[0])
+        ways = Ways.at(d, w, z)
+        cb = d.coef[rows, ways.b]
+        ca = np.where(ways.a >= 0, d.coef[rows, np.maximum(ways.a, 0)], 0.0)
+        near = (cb - z < AMBIGUOUS * z) | ((ways.a >= 0) & (z - ca < AMBIGUOUS * z))
+        close = ways.second - ways.cost <= AMBIGUOUS * np.abs(ways.cost)
+        keep = np.nonzero(close | near | ~np.isfinite(ways.cost) | (ways.b < 0))[0]
+    for rounds in range(PRICE_ROUNDS):
+        if len(keep) > n // 2:
+            return None
+        with session.timer("build_s"):
+            agg = np.ones(n, dtype=bool)
+            agg[keep] = False
+            g = np.nonzero(agg)[0]
+            ga, gb = ways.a[g], ways.b[g]
+            cbg, sbg = d.coef[g, gb], d.usage[g, gb]
+            one = ga < 0
+            two = ~one
+            gaa = np.maximum(ga, 0)
+            cag, sag = d.coef[g, gaa], d.usage[g, gaa]
+            span = np.where(two, cbg - cag, 1.0)
+            fixed, per_z = np.zeros(T), np.zeros(T)
+            # one type: x_b = z / c_b; two: x_a = (c_b - z) / span, x_b = (z - c_a) / span
+            np.add.at(per_z, gb[one], sbg[one] / cbg[one])
+            np.add.at(fixed, gaa[two], sag[two] * cbg[two] / span[two])
+            np.add.at(per_z, gaa[two], -sag[two] / span[two])
+            np.add.at(fixed, gb[two], -sbg[two] * cag[two] / span[two])
+            np.add.at(per_z, gb[two], sbg[two] / span[two])
+            z_lo = float(cag[two].max()) if two.any() else 0.0
+            z_hi = min(float(cbg.min()) if len(g) else np.inf, z_max)
+            if z_lo > z_hi:
+                return None
+            compiled, pk = _reduced(p, d, keep, capacity - fixed, per_z, (z_lo, z_hi))
+        raw = solve(compiled, IPM_OPTIONS, "reduced")
+        if raw.status != Status.OPTIMAL or raw.row_dual is None or raw.x is None:
+            return None
+        with session.timer("build_s"):
+            k = len(keep)
+            y = raw.row_dual
+            z = float(raw.x[0])
+            w = np.maximum(y[k : k + T], 0.0)
+            lam = np.zeros(n)
+            lam[keep] = np.maximum(-y[k + T :], 0.0)
+            price_b = w[gb] * sbg
+            lam[g] = np.where(one, price_b / cbg, (price_b - w[gaa] * sag) / span)
+            gain = np.where(d.has, lam[:, None] * d.coef - w[None, :] * d.usage, -np.inf)
+            u = np.maximum(gain.max(axis=1), 0.0)
+            bound, _ = certificate(p, lay, np.r_[u, w, -lam], capacity, z_ub)
+            if bound - z <= GAP_TOL * max(abs(z), 1e-12):
+                x = np.zeros(len(p))
+                x[pk] = np.clip(raw.x[1:], 0.0, 1.0)
+                x[d.pair[g[one], gb[one]]] = np.clip(z / cbg[one], 0.0, 1.0)
+                t = np.nonzero(two)[0]
+                x[d.pair[g[t], gaa[t]]] = np.clip((cbg[t] - z) / span[t], 0.0, 1.0)
+                x[d.pair[g[t], gb[t]]] = np.clip((z - cag[t]) / span[t], 0.0, 1.0)
+                info.update(pricing_rounds=rounds, columns_generated=0, lp_columns=len(pk))
+                info["reduced_rows"] = k
+                return Run(raw.status, raw.termination, z, x, bound, True)
+            # aggregated rows whose way these prices contradict join the reduced LP
+            own = np.where(one, 0.0, lam[g] * cbg - price_b)
+            wrong = u[g] - np.maximum(own, 0.0) > 1e-12 * max(1.0, abs(z))
+            ends = (cbg - z <= 1e-9 * max(1.0, z)) | (two & (z - cag <= 1e-9 * max(1.0, z)))
+            keep = np.union1d(keep, g[wrong | ends])
+    return None

@@ -180,3 +180,27 @@ def test_bottleneck_fill_is_feasible_and_reaches_the_bound() -> None:
         value = np.bincount(p.row, p.coef * x, n)
         assert value.min() == pytest.approx(z_ub, rel=1e-12)
     assert seen == {True, False}
+
+
+@pytest.mark.parametrize("objective", ["max_min_fairness", "makespan"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_price_directed_reduced_lp_equals_monolithic(
+    monkeypatch: pytest.MonkeyPatch, objective: str, seed: int
+) -> None:
+    """Few GPUs (the capacities bind, no bottleneck fill): rows aggregated at sampled
+    prices, the rest in a reduced LP, certified over every pair; or, when that does not
+    close, the restricted LP. The monolithic optimum either way."""
+    monkeypatch.setattr(colgen, "PRICE_MIN_ROWS", 100)
+    monkeypatch.setattr(colgen, "SAMPLE_ROWS", 300)
+    inst = _eight_types(600, seed)
+    data = inst.to_dict()
+    data["workers"] = dict.fromkeys(data["workers"], 15)
+    inst = GpuClusterInstance.from_dict(data)
+    mono = hetopt.solve(inst, objective, OPTS, lp_strategy="monolithic", symmetry=False)
+    cg = hetopt.solve(inst, objective, OPTS, lp_strategy="column_generation", symmetry=False)
+    assert cg.status == mono.status == Status.OPTIMAL
+    assert cg.verification.ok, cg.verification.violations
+    assert cg.objective_value == pytest.approx(mono.objective_value, rel=1e-9)
+    assert cg.gap is not None and cg.gap <= 1e-9
+    assert not cg.info.get("bottleneck_fill", False)
+    assert 0 < cg.info["reduced_rows"] <= 600 // 2  # (these instances: the reduced LP closed)
