@@ -523,6 +523,15 @@ class Ways:
                     best = np.where(better, val, best)
         return cls(a, b, best, second)
 
+    def ambiguous(self, d: Dense, z: float) -> np.ndarray:
+        """Rows whose way is within :data:`AMBIGUOUS` of another, or ends near ``z``."""
+        rows = np.arange(len(self.a))
+        cb = d.coef[rows, self.b]
+        ca = np.where(self.a >= 0, d.coef[rows, np.maximum(self.a, 0)], 0.0)
+        near = (cb - z < AMBIGUOUS * z) | ((self.a >= 0) & (z - ca < AMBIGUOUS * z))
+        close = self.second - self.cost <= AMBIGUOUS * np.abs(self.cost)
+        return close | near | ~np.isfinite(self.cost) | (self.b < 0)
+
 
 def _reduced(
     p: Pricing, d: Dense, keep: np.ndarray, capacity: np.ndarray, z_column: np.ndarray,
@@ -593,7 +602,6 @@ def _by_prices(
     if n < PRICE_MIN_ROWS:
         return None
     d = Dense.of(p, n, T)
-    rows = np.arange(n)
 
     def solve(compiled: CompiledModel, options: dict[str, Any], stage: str) -> Any:
         with session.timer("transfer_s"):
@@ -614,11 +622,7 @@ def _by_prices(
         w = np.maximum(raw.row_dual[m : m + T], 0.0)
         z = float(raw.x[0])
         ways = Ways.at(d, w, z)
-        cb = d.coef[rows, ways.b]
-        ca = np.where(ways.a >= 0, d.coef[rows, np.maximum(ways.a, 0)], 0.0)
-        near = (cb - z < AMBIGUOUS * z) | ((ways.a >= 0) & (z - ca < AMBIGUOUS * z))
-        close = ways.second - ways.cost <= AMBIGUOUS * np.abs(ways.cost)
-        keep = np.nonzero(close | near | ~np.isfinite(ways.cost) | (ways.b < 0))[0]
+        keep = np.nonzero(ways.ambiguous(d, z))[0]
     for rounds in range(PRICE_ROUNDS):
         if len(keep) > n // 2:
             return None
