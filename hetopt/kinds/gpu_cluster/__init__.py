@@ -245,6 +245,18 @@ DETAILS = (
     Detail("columns_generated", "int", "column generation: columns added by pricing"),
     Detail("lp_columns", "int", "column generation: (job, type) columns in the final LP"),
     Detail("pair_columns_full", "int", "column generation: columns of the monolithic LP"),
+    Detail(
+        "reduced_rows",
+        "int",
+        "column generation: job rows kept in the LP whose other rows were aggregated "
+        "at sampled GPU prices",
+    ),
+    Detail(
+        "bottleneck_fill",
+        "bool",
+        "column generation: no LP solved; every job reached the bound min over jobs of the "
+        "best type full time (a proof of optimality)",
+    ),
     Detail("levels", "int", "water-filling levels"),
     Detail("level_lps", "int", "LPs that raised a level"),
     Detail("lp_solves", "int", "LP solves in all"),

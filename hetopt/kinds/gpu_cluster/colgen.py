@@ -5,6 +5,14 @@ types and ``N`` jobs, an optimal basis has at most ``2N + K`` basic variables ov
 ``2N + K`` rows: most jobs use one or two types. So the LP is solved over a few columns
 per job and grown only where it pays:
 
+0. no row's value can exceed its best type full time, so ``z <= z_ub = min_i max_k
+   coef[i,k]``; when the GPUs let every row reach ``z_ub`` (:func:`bottleneck_fill`, a
+   greedy in numpy) that fill is an optimum and no LP is solved (the certificate below
+   with zero duals is ``z_ub``). Common where one job's best type is poor: Gavel's
+   normalisation then sets ``kappa`` from that job;
+   From :data:`PRICE_MIN_ROWS` rows, :func:`_by_prices` comes next: GPU prices from a
+   sampled LP aggregate the rows whose cheapest way to ``z`` is clear, a reduced LP
+   holds the others, certified by the same bound; when it does not close, step 1;
 1. the restricted LP holds, for every row, the ``initial`` pairs with the largest value
    coefficient (its best types); it is passed to HiGHS as arrays (no Pyomo model) and
    solved by interior point without crossover, to a tight tolerance
@@ -68,6 +76,10 @@ duals then leave a gap near 1e-8, above what the certificate must show)."""
 
 IPM_OPTIONS = {"solver": "ipm", "run_crossover": "off", "ipm_optimality_tolerance": IPM_TOLERANCE}
 CROSSOVER_OPTIONS = {"solver": "ipm", "run_crossover": "on"}
+
+BOTTLENECK_FILL = True
+"""Try :func:`bottleneck_fill` before any LP (a test switches it off to exercise the
+pricing loop on instances the fill solves)."""
 
 AUTO_MIN_PAIRS = 50_000
 """``lp_strategy="auto"`` generates columns from this many pairs (and more than
@@ -200,6 +212,70 @@ def z_upper_of(p: Pricing, num_rows: int, z_max: float | None) -> float:
     return ub if z_max is None else min(ub, z_max)
 
 
+def bottleneck_fill(
+    p: Pricing, num_rows: int, num_types: int, capacity: np.ndarray, z: float
+) -> np.ndarray | None:
+    """Time fractions of every pair giving every row the value ``z`` within the
+    capacities, or ``None`` when this greedy finds none.
+
+    A row takes its value from types ``t`` with ``coef >= z`` (``z / coef`` of its time
+    and ``usage * z / coef`` GPUs of ``t`` per unit of value; so its time stays at most
+    1 however it splits). Rows propose to their types from the fewest GPUs up; a type
+    takes its proposers (those with the fewest types left first, then those that lose
+    most by moving on) while its GPUs last, the one at the boundary in part; the others
+    (and that part) move to their next type. With ``z`` the bound :func:`z_upper_of` a
+    fill is an optimum (no row's value can exceed its best type full time), certified
+    by zero duals.
+    """
+    n, T = num_rows, num_types
+    if n == 0 or z <= 0:
+        return None
+    gpus = np.full((n, T), np.inf)
+    k_ok = np.nonzero(p.coef >= z)[0]
+    gpus[p.row[k_ok], p.type[k_ok]] = p.usage[k_ok] * z / p.coef[k_ok]
+    pair = np.full((n, T), -1, dtype=np.int64)
+    pair[p.row[k_ok], p.type[k_ok]] = k_ok
+    order = np.argsort(gpus, axis=1, kind="stable")  # each row's types, fewest GPUs first
+    ranked = np.take_along_axis(gpus, order, axis=1)
+    ranked_next = np.c_[ranked[:, 1:], np.full(n, np.inf)]
+    options = np.isfinite(ranked)[:, ::-1].cumsum(axis=1)[:, ::-1]  # from each rank on
+    left = np.asarray(capacity, dtype=float) * (1.0 - 1e-12)
+    share = np.zeros(len(p))  # fraction of each row's value z from each pair
+    rest = np.ones(n)  # fraction of each row's value still to place
+    rank = np.zeros(n, dtype=np.int64)
+    pending = np.arange(n)
+    big = np.finfo(float).max
+    while len(pending):
+        r = rank[pending]
+        unit = ranked[pending, r]
+        if not np.isfinite(unit).all():
+            return None
+        typ = order[pending, r]
+        need = rest[pending] * unit
+        regret = ranked_next[pending, r] - unit
+        regret = np.where(np.isfinite(regret), regret, big)
+        by = np.lexsort((-regret, options[pending, r], typ))  # by type, then priority
+        rows, typ, need, unit = pending[by], typ[by], need[by], unit[by]
+        start = np.searchsorted(typ, np.arange(T))
+        used = np.cumsum(need)
+        before = used - need - np.r_[0.0, used][start][typ]  # GPUs taken before this row
+        room = np.clip(left[typ] - before, 0.0, None)
+        got = np.minimum(need, room)  # (whole, a part at the boundary, or nothing)
+        frac = np.where(need > 0, got / np.where(need > 0, need, 1.0), 1.0)
+        placed = frac * rest[rows]
+        np.add.at(share, pair[rows, typ], placed)
+        rest[rows] -= placed
+        np.subtract.at(left, typ, got)
+        left = np.maximum(left, 0.0)
+        full = frac >= 1.0
+        rest[rows[full]] = 0.0
+        pending = np.sort(rows[~full])
+        rank[pending] += 1
+        if (rank[pending] >= T).any():
+            return None
+    return share * z / np.where(p.coef > 0, p.coef, 1.0)
+
+
 def solve_by_columns(
     session: Session,
     instance: GpuClusterInstance,
@@ -207,8 +283,7 @@ def solve_by_columns(
     objective: str = "max_min_fairness",
 ) -> Outcome:
     """The max-min fairness or makespan LP of ``instance`` by column generation (module
-    docstring)."""
-    from ...highs import HighsModel
+    docstring), after the bottleneck fill (:func:`bottleneck_fill`)."""
     from .methods import MakespanRead, MaxMinRead, require_steps, time_share_tables
 
     makespan = objective == "makespan"
@@ -237,6 +312,75 @@ def solve_by_columns(
         # (the certificate's bound on z; not in the LP, where z at such a bound slows the
         # interior point down)
         z_ub = z_upper_of(pricing, n, None if lp.z_max is None else lp.z_max * lp.scale)
+        filled = bottleneck_fill(pricing, n, T, capacity, z_ub) if BOTTLENECK_FILL else None
+    info: dict[str, Any] = {"lp_strategy": "column_generation"}
+    if filled is not None:
+        # z = z_ub is reached: optimal, certified by zero duals (the bound is z_ub)
+        bound, _ = certificate(pricing, lay, np.zeros(2 * n + T), capacity, z_ub)
+        info.update(bottleneck_fill=True, pricing_rounds=0, columns_generated=0, lp_columns=0)
+        run = Run(Status.OPTIMAL, "optimal", z_ub, filled, bound, True)
+    else:
+        z_max = np.inf if lp.z_max is None else lp.z_max * lp.scale
+        priced = _by_prices(session, pricing, lay, capacity, z_ub, z_max, info)
+        run = priced or _generate(session, lp, pricing, lay, capacity, z_ub, info)
+    with session.timer("load_s"):
+        info["pair_columns_full"] = len(pricing)
+        if group_of is not None:
+            info["symmetry_groups"] = n
+        if not run.status.has_solution or run.x is None:
+            return Outcome(None, {}, info, run.status, run.termination, None, None)
+        x = np.where(np.abs(run.x) < 1e-10, 0.0, run.x)
+        Xr = np.zeros((n, T))
+        Xr[pricing.row, pricing.type] = x
+        X = Xr if group_of is None else Xr[group_of]
+        allocation, jobs, thr_eff = time_share_tables(arr, X)
+        scale = lp.scale
+        z = run.z
+        optimal = run.status == Status.OPTIMAL and run.certified
+        reader = MakespanRead() if makespan else MaxMinRead()
+        value, status, term = reader.read(arr, jobs, thr_eff, z, scale, optimal, info)
+        tables = {"allocation": allocation, "jobs": jobs}
+        if status is not None:  # makespan: some job cannot progress
+            return Outcome(None, tables, info, status, term, None, None)
+        if not optimal or run.bound is None or value is None:
+            return Outcome(value, tables, info, run.status, run.termination, None, None)
+        z_bound = max(run.bound, z)  # a proven upper bound on the LP's z
+        # max-min: value z / kappa <= z_bound / kappa; makespan: t_ref / z >= t_ref / z_bound
+        proven = scale / z_bound if makespan else z_bound / scale
+        gap = abs(proven - value) / max(abs(proven), abs(value), 1e-12)
+        status = Status.OPTIMAL if gap <= 1e-9 else Status.FEASIBLE
+        term = run.termination if status == Status.OPTIMAL else "pricing gap above 1e-9"
+        return Outcome(value, tables, info, status, term, proven, gap)
+
+
+@dataclass(frozen=True)
+class Run:
+    """How the LP ended: status, ``z``, every pair's time fraction (clipped to [0, 1]),
+    the certificate's bound and whether it closed the gap."""
+
+    status: Status
+    termination: str
+    z: float
+    x: np.ndarray | None
+    bound: float | None
+    certified: bool
+
+
+def _generate(
+    session: Session,
+    lp: M.MaxMinLP,
+    pricing: Pricing,
+    lay: ColumnsLayout,
+    capacity: np.ndarray,
+    z_ub: float,
+    info: dict[str, Any],
+) -> Run:
+    """The restricted LPs in HiGHS, priced until the certificate closes (module
+    docstring); fills ``info``'s counts."""
+    from ...highs import HighsModel
+
+    n = lay.num_rows
+    with session.timer("build_s"):
         first = initial_pairs(pricing, n, INITIAL)
         z_max = np.inf if lp.z_max is None else lp.z_max * lp.scale
         compiled = restricted_model(lp.name, pricing, first, lay, capacity, z_max)
@@ -295,42 +439,244 @@ def solve_by_columns(
         added += k
         view = run(CROSSOVER_OPTIONS if crossed else IPM_OPTIONS, "priced")
 
-    with session.timer("load_s"):
-        raw = view.raw
-        info: dict[str, Any] = {
-            "lp_strategy": "column_generation",
-            "pricing_rounds": rounds,
-            "columns_generated": added,
-            "lp_columns": int(in_lp.sum()),
-            "pair_columns_full": len(pricing),
-        }
-        if group_of is not None:
-            info["symmetry_groups"] = n
-        if not raw.status.has_solution or raw.x is None:
-            return Outcome(None, {}, info, raw.status, raw.termination, None, None)
-        pick = np.concatenate(members)
-        col = np.concatenate(cols)
-        x = np.zeros(len(pricing))
-        x[pick] = np.clip(raw.x[col], 0.0, 1.0)
-        x = np.where(np.abs(x) < 1e-10, 0.0, x)
-        Xr = np.zeros((n, T))
-        Xr[pricing.row, pricing.type] = x
-        X = Xr if group_of is None else Xr[group_of]
-        allocation, jobs, thr_eff = time_share_tables(arr, X)
-        scale = lp.scale
+    info.update(pricing_rounds=rounds, columns_generated=added, lp_columns=int(in_lp.sum()))
+    raw = view.raw
+    if not raw.status.has_solution or raw.x is None:
+        return Run(raw.status, raw.termination, 0.0, None, None, False)
+    pick = np.concatenate(members)
+    col = np.concatenate(cols)
+    x = np.zeros(len(pricing))
+    x[pick] = np.clip(raw.x[col], 0.0, 1.0)
+    return Run(raw.status, raw.termination, float(raw.x[0]), x, bound, certified)
+
+
+# ------------------------------------------------------------ price-directed rows
+PRICE_MIN_ROWS = 5_000
+"""Rows from which :func:`_by_prices` runs before the restricted LP (below, one
+restricted LP is cheap)."""
+
+SAMPLE_ROWS = 4_000
+"""Rows of the sample LP that estimates the GPU prices."""
+
+AMBIGUOUS = 0.01
+"""A row is kept in the reduced LP when its cheapest way to reach ``z`` at the sample's
+prices is within this (relative) of another, or ``z`` within it of where that way ends."""
+
+PRICE_ROUNDS = 4
+SAMPLE_OPTIONS = {"solver": "ipm", "run_crossover": "off", "ipm_optimality_tolerance": 1e-6}
+
+
+@dataclass(frozen=True)
+class Dense:
+    """The pairs as rows x types arrays (``coef`` 0 and ``pair`` -1 where none)."""
+
+    coef: np.ndarray
+    usage: np.ndarray
+    has: np.ndarray
+    pair: np.ndarray
+
+    @classmethod
+    def of(cls, p: Pricing, n: int, T: int) -> Dense:
+        coef, usage = np.zeros((n, T)), np.zeros((n, T))
+        has = np.zeros((n, T), dtype=bool)
+        pair = np.full((n, T), -1, dtype=np.int64)
+        coef[p.row, p.type] = p.coef
+        usage[p.row, p.type] = p.usage
+        has[p.row, p.type] = True
+        pair[p.row, p.type] = np.arange(len(p))
+        return cls(coef, usage, has, pair)
+
+
+@dataclass(frozen=True)
+class Ways:
+    """Each row's cheapest way to reach the value ``z`` at GPU prices ``w``: types ``a``
+    and ``b`` sharing its whole time (``a = -1``: only ``b``, for ``z / coef_b`` of its
+    time), its cost and the next cheapest way's."""
+
+    a: np.ndarray
+    b: np.ndarray
+    cost: np.ndarray
+    second: np.ndarray
+
+    @classmethod
+    def at(cls, d: Dense, w: np.ndarray, z: float) -> Ways:
+        n, T = d.coef.shape
+        price = np.where(d.has, w[None, :] * d.usage, np.inf)
+        best, second = np.full(n, np.inf), np.full(n, np.inf)
+        a, b = np.full(n, -1), np.full(n, -1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for tb in range(T):
+                ok_b = d.has[:, tb] & (d.coef[:, tb] >= z)
+                cb = d.coef[:, tb]
+                ways = [(-1, np.where(ok_b, z / cb * price[:, tb], np.inf))]
+                for ta in range(T):
+                    if ta == tb:
+                        continue
+                    ca = d.coef[:, ta]
+                    ok = ok_b & d.has[:, ta] & (ca < z)
+                    val = price[:, ta] + (price[:, tb] - price[:, ta]) * (z - ca) / (cb - ca)
+                    ways.append((ta, np.where(ok, val, np.inf)))
+                for ta, val in ways:
+                    better = val < best
+                    second = np.where(better, best, np.minimum(second, val))
+                    a, b = np.where(better, ta, a), np.where(better, tb, b)
+                    best = np.where(better, val, best)
+        return cls(a, b, best, second)
+
+    def ambiguous(self, d: Dense, z: float) -> np.ndarray:
+        """Rows whose way is within :data:`AMBIGUOUS` of another, or ends near ``z``."""
+        rows = np.arange(len(self.a))
+        cb = d.coef[rows, self.b]
+        ca = np.where(self.a >= 0, d.coef[rows, np.maximum(self.a, 0)], 0.0)
+        near = (cb - z < AMBIGUOUS * z) | ((self.a >= 0) & (z - ca < AMBIGUOUS * z))
+        close = self.second - self.cost <= AMBIGUOUS * np.abs(self.cost)
+        return close | near | ~np.isfinite(self.cost) | (self.b < 0)
+
+
+def _reduced(
+    p: Pricing, d: Dense, keep: np.ndarray, capacity: np.ndarray, z_column: np.ndarray,
+    z_bounds: tuple[float, float],
+) -> tuple[CompiledModel, np.ndarray]:  # fmt: skip
+    """The LP over the rows ``keep`` (all their pairs; ``z`` first, with ``z_column``
+    GPUs of each type per unit of ``z``) and the pairs of its columns."""
+    import pyomo.environ as pyo
+    import scipy.sparse as sp
+
+    from ...highs import CompiledModel
+
+    m, T = len(keep), len(capacity)
+    local = np.full(d.coef.shape[0], -1)
+    local[keep] = np.arange(m)
+    pk = d.pair[keep].ravel()
+    pk = pk[pk >= 0]
+    k = len(pk)
+    r = local[p.row[pk]]
+    rows = np.concatenate([r, m + p.type[pk], m + T + r, m + np.arange(T), m + T + np.arange(m)])
+    cols = np.concatenate([*(1 + np.arange(k),) * 3, np.zeros(T + m, dtype=np.int64)])
+    vals = np.concatenate([np.ones(k), p.usage[pk], p.coef[pk], z_column, -np.ones(m)])
+    A = sp.csc_array((vals, (rows, cols)), shape=(2 * m + T, k + 1))
+    A.sum_duplicates()
+    c = np.zeros(k + 1)
+    c[0] = 1.0
+    compiled = CompiledModel(
+        model=pyo.ConcreteModel(name="gpu_cluster_reduced"),
+        columns=[None] * (k + 1),
+        rows=[None] * (2 * m + T),
+        A=A,
+        c=c,
+        offset=0.0,
+        maximize=True,
+        col_lower=np.r_[z_bounds[0], np.zeros(k)],
+        col_upper=np.r_[z_bounds[1], np.ones(k)],
+        row_lower=np.r_[np.full(m + T, -np.inf), np.zeros(m)],
+        row_upper=np.r_[np.ones(m), capacity, np.full(m, np.inf)],
+        integrality=np.zeros(k + 1, dtype=np.int32),
+    )
+    return compiled, pk
+
+
+def _by_prices(
+    session: Session,
+    p: Pricing,
+    lay: ColumnsLayout,
+    capacity: np.ndarray,
+    z_ub: float,
+    z_max: float,
+    info: dict[str, Any],
+) -> Run | None:
+    """The LP with most rows aggregated, or ``None`` (then the restricted LP runs).
+
+    GPU prices ``w`` from the LP of a random sample of rows (capacities in proportion)
+    fix each row's cheapest way to reach ``z`` (:class:`Ways`: one or two types, time
+    fractions affine in ``z``); the rows whose way is clear at those prices become
+    GPUs per unit of ``z`` in the capacity rows (and bounds on ``z`` where their way
+    ends), the ambiguous rows stay as rows. That reduced LP is a restriction of the
+    full LP (its solutions are feasible there); its duals, with each aggregated row's
+    fairness dual the slope of its way's cost, give the certificate of the module
+    docstring over every pair. Rows whose way the new prices contradict join the
+    reduced LP until the certificate closes (at most :data:`PRICE_ROUNDS` LPs).
+    """
+    from ...highs import HighsModel
+
+    n, T = lay.num_rows, lay.num_types
+    if n < PRICE_MIN_ROWS:
+        return None
+    d = Dense.of(p, n, T)
+
+    def solve(compiled: CompiledModel, options: dict[str, Any], stage: str) -> Any:
+        with session.timer("transfer_s"):
+            hm = HighsModel(compiled)
+        live = session.adopt(Built(compiled.model, lay), hm)
+        opts = session.remaining(session.options)
+        opts = opts.replace(highs_options={**options, **opts.highs_options})
+        return live.solve(opts, M.LP_METHOD, stage).raw
+
+    with session.timer("build_s"):
+        m = min(n, SAMPLE_ROWS)
+        sample = np.sort(np.random.default_rng(0).choice(n, m, replace=False))
+        compiled, _ = _reduced(p, d, sample, capacity * m / n, np.zeros(T), (0.0, z_max))
+    raw = solve(compiled, SAMPLE_OPTIONS, "sample")
+    if raw.status != Status.OPTIMAL or raw.row_dual is None or raw.x is None:
+        return None
+    with session.timer("build_s"):
+        w = np.maximum(raw.row_dual[m : m + T], 0.0)
         z = float(raw.x[0])
-        optimal = raw.status == Status.OPTIMAL and certified
-        reader = MakespanRead() if makespan else MaxMinRead()
-        value, status, term = reader.read(arr, jobs, thr_eff, z, scale, optimal, info)
-        tables = {"allocation": allocation, "jobs": jobs}
-        if status is not None:  # makespan: some job cannot progress
-            return Outcome(None, tables, info, status, term, None, None)
-        if not optimal or bound is None or value is None:
-            return Outcome(value, tables, info, raw.status, raw.termination, None, None)
-        z_bound = max(bound, z)  # a proven upper bound on the LP's z
-        # max-min: value z / kappa <= z_bound / kappa; makespan: t_ref / z >= t_ref / z_bound
-        proven = scale / z_bound if makespan else z_bound / scale
-        gap = abs(proven - value) / max(abs(proven), abs(value), 1e-12)
-        status = Status.OPTIMAL if gap <= 1e-9 else Status.FEASIBLE
-        term = raw.termination if status == Status.OPTIMAL else "pricing gap above 1e-9"
-        return Outcome(value, tables, info, status, term, proven, gap)
+        ways = Ways.at(d, w, z)
+        keep = np.nonzero(ways.ambiguous(d, z))[0]
+    for rounds in range(PRICE_ROUNDS):
+        if len(keep) > n // 2:
+            return None
+        with session.timer("build_s"):
+            agg = np.ones(n, dtype=bool)
+            agg[keep] = False
+            g = np.nonzero(agg)[0]
+            ga, gb = ways.a[g], ways.b[g]
+            cbg, sbg = d.coef[g, gb], d.usage[g, gb]
+            one = ga < 0
+            two = ~one
+            gaa = np.maximum(ga, 0)
+            cag, sag = d.coef[g, gaa], d.usage[g, gaa]
+            span = np.where(two, cbg - cag, 1.0)
+            fixed, per_z = np.zeros(T), np.zeros(T)
+            # one type: x_b = z / c_b; two: x_a = (c_b - z) / span, x_b = (z - c_a) / span
+            np.add.at(per_z, gb[one], sbg[one] / cbg[one])
+            np.add.at(fixed, gaa[two], sag[two] * cbg[two] / span[two])
+            np.add.at(per_z, gaa[two], -sag[two] / span[two])
+            np.add.at(fixed, gb[two], -sbg[two] * cag[two] / span[two])
+            np.add.at(per_z, gb[two], sbg[two] / span[two])
+            z_lo = float(cag[two].max()) if two.any() else 0.0
+            z_hi = min(float(cbg.min()) if len(g) else np.inf, z_max)
+            if z_lo > z_hi:
+                return None
+            compiled, pk = _reduced(p, d, keep, capacity - fixed, per_z, (z_lo, z_hi))
+        raw = solve(compiled, IPM_OPTIONS, "reduced")
+        if raw.status != Status.OPTIMAL or raw.row_dual is None or raw.x is None:
+            return None
+        with session.timer("build_s"):
+            k = len(keep)
+            y = raw.row_dual
+            z = float(raw.x[0])
+            w = np.maximum(y[k : k + T], 0.0)
+            lam = np.zeros(n)
+            lam[keep] = np.maximum(-y[k + T :], 0.0)
+            price_b = w[gb] * sbg
+            lam[g] = np.where(one, price_b / cbg, (price_b - w[gaa] * sag) / span)
+            gain = np.where(d.has, lam[:, None] * d.coef - w[None, :] * d.usage, -np.inf)
+            u = np.maximum(gain.max(axis=1), 0.0)
+            bound, _ = certificate(p, lay, np.r_[u, w, -lam], capacity, z_ub)
+            if bound - z <= GAP_TOL * max(abs(z), 1e-12):
+                x = np.zeros(len(p))
+                x[pk] = np.clip(raw.x[1:], 0.0, 1.0)
+                x[d.pair[g[one], gb[one]]] = np.clip(z / cbg[one], 0.0, 1.0)
+                t = np.nonzero(two)[0]
+                x[d.pair[g[t], gaa[t]]] = np.clip((cbg[t] - z) / span[t], 0.0, 1.0)
+                x[d.pair[g[t], gb[t]]] = np.clip((z - cag[t]) / span[t], 0.0, 1.0)
+                info.update(pricing_rounds=rounds, columns_generated=0, lp_columns=len(pk))
+                info["reduced_rows"] = k
+                return Run(raw.status, raw.termination, z, x, bound, True)
+            # aggregated rows whose way these prices contradict join the reduced LP
+            own = np.where(one, 0.0, lam[g] * cbg - price_b)
+            wrong = u[g] - np.maximum(own, 0.0) > 1e-12 * max(1.0, abs(z))
+            ends = (cbg - z <= 1e-9 * max(1.0, z)) | (two & (z - cag <= 1e-9 * max(1.0, z)))
+            keep = np.union1d(keep, g[wrong | ends])
+    return None

@@ -319,9 +319,10 @@ class ColumnsRun(OneLP):
 
         outcome = solve_by_columns(session, instance, params, self.objective_name)
         opts = session.options
-        outcome.details["lp_method"] = (
-            opts.lp_method if opts.lp_method != "auto" else DEFAULT_LP_METHOD
-        )
+        if not outcome.details.get("bottleneck_fill"):  # (else no LP was solved)
+            outcome.details["lp_method"] = (
+                opts.lp_method if opts.lp_method != "auto" else DEFAULT_LP_METHOD
+            )
         return outcome
 
     def model(

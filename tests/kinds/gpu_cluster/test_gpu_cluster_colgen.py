@@ -53,6 +53,7 @@ def test_column_generation_equals_monolithic(
 ) -> None:
     monkeypatch.setattr(colgen, "INITIAL", initial)
     monkeypatch.setattr(colgen, "MAX_ROUNDS", max_rounds)
+    monkeypatch.setattr(colgen, "BOTTLENECK_FILL", False)  # the LPs and their pricing
     inst = make()
     mono = hetopt.solve(inst, objective, OPTS, lp_strategy="monolithic")
     cg = hetopt.solve(inst, objective, OPTS, lp_strategy="column_generation")
@@ -115,3 +116,91 @@ def test_certificate_holds_for_any_duals() -> None:
         y = rng.normal(size=2 * n + T)
         bound, _d = colgen.certificate(p, lay, y, lp.capacity, z_ub)
         assert bound >= z_star * (1 - 1e-12)
+
+
+def _fills(inst: GpuClusterInstance, objective: str) -> bool:
+    from hetopt.kinds.gpu_cluster import formulations as F
+
+    arr = inst.arrays
+    if objective == "makespan":
+        lp = F.makespan_lp(arr, None, None, F.makespan_reference(arr, arr.thr))
+    else:
+        lp = F.max_min_lp(arr)
+    p = colgen.Pricing.of(lp)
+    z_ub = colgen.z_upper_of(p, lp.num_rows, None)
+    return colgen.bottleneck_fill(p, lp.num_rows, len(lp.capacity), lp.capacity, z_ub) is not None
+
+
+@pytest.mark.parametrize("objective", ["max_min_fairness", "makespan"])
+@pytest.mark.parametrize(("label", "make"), CASES, ids=[c[0] for c in CASES])
+def test_bottleneck_fill_or_lp_equals_monolithic(label: str, make, objective: str) -> None:
+    """With the fill on (the default): the monolithic optimum, certified, whether the fill
+    ended it (no LP) or the LPs did."""
+    inst = make()
+    mono = hetopt.solve(inst, objective, OPTS, lp_strategy="monolithic", symmetry=False)
+    cg = hetopt.solve(inst, objective, OPTS, lp_strategy="column_generation", symmetry=False)
+    assert cg.status == mono.status == Status.OPTIMAL
+    assert cg.verification.ok, cg.verification.violations
+    assert cg.objective_value == pytest.approx(mono.objective_value, rel=1e-9)
+    assert cg.gap is not None and cg.gap <= 1e-9
+    assert cg.info.get("bottleneck_fill", False) == _fills(inst, objective)
+    if cg.info.get("bottleneck_fill"):
+        assert cg.info["lp_columns"] == 0 and "lp_method" not in cg.info
+        assert cg.bound == pytest.approx(cg.objective_value, rel=1e-12)
+
+
+def test_bottleneck_fill_is_feasible_and_reaches_the_bound() -> None:
+    """Where the fill succeeds every row gets value z_ub (the proven upper bound) within
+    its time and the capacities; where the GPUs are too few it declines."""
+    import numpy as np
+
+    from hetopt.kinds.gpu_cluster import formulations as F
+
+    seen = set()
+    for n, gpus in ((300, 30), (300, 4), (200, 4)):
+        inst = _eight_types(n, 7)
+        data = inst.to_dict()
+        data["workers"] = dict.fromkeys(data["workers"], gpus)
+        inst = GpuClusterInstance.from_dict(data)
+        lp = F.max_min_lp(inst.arrays)
+        p = colgen.Pricing.of(lp)
+        T = len(lp.capacity)
+        z_ub = colgen.z_upper_of(p, n, None)
+        x = colgen.bottleneck_fill(p, n, T, lp.capacity, z_ub)
+        seen.add(x is not None)
+        mono = hetopt.solve(inst, "max_min_fairness", OPTS, lp_strategy="monolithic")
+        reached = mono.objective_value * lp.scale >= z_ub * (1 - 1e-9)
+        if x is None:
+            assert colgen.bottleneck_fill(p, n, T, lp.capacity * 1e-3, z_ub) is None
+            continue
+        assert reached  # the fill never claims more than the LP's optimum
+        assert (x >= 0).all() and (x <= 1).all()
+        assert (np.bincount(p.row, x, n) <= 1 + 1e-12).all()
+        assert (np.bincount(p.type, p.usage * x, T) <= lp.capacity).all()
+        value = np.bincount(p.row, p.coef * x, n)
+        assert value.min() == pytest.approx(z_ub, rel=1e-12)
+    assert seen == {True, False}
+
+
+@pytest.mark.parametrize("objective", ["max_min_fairness", "makespan"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_price_directed_reduced_lp_equals_monolithic(
+    monkeypatch: pytest.MonkeyPatch, objective: str, seed: int
+) -> None:
+    """Few GPUs (the capacities bind, no bottleneck fill): rows aggregated at sampled
+    prices, the rest in a reduced LP, certified over every pair; or, when that does not
+    close, the restricted LP. The monolithic optimum either way."""
+    monkeypatch.setattr(colgen, "PRICE_MIN_ROWS", 100)
+    monkeypatch.setattr(colgen, "SAMPLE_ROWS", 300)
+    inst = _eight_types(600, seed)
+    data = inst.to_dict()
+    data["workers"] = dict.fromkeys(data["workers"], 15)
+    inst = GpuClusterInstance.from_dict(data)
+    mono = hetopt.solve(inst, objective, OPTS, lp_strategy="monolithic", symmetry=False)
+    cg = hetopt.solve(inst, objective, OPTS, lp_strategy="column_generation", symmetry=False)
+    assert cg.status == mono.status == Status.OPTIMAL
+    assert cg.verification.ok, cg.verification.violations
+    assert cg.objective_value == pytest.approx(mono.objective_value, rel=1e-9)
+    assert cg.gap is not None and cg.gap <= 1e-9
+    assert not cg.info.get("bottleneck_fill", False)
+    assert 0 < cg.info["reduced_rows"] <= 600 // 2  # (these instances: the reduced LP closed)
