@@ -137,6 +137,29 @@ class Table:
         return None
 
 
+def _column_ok(dtype: DType, col_dtype: Any, df: Any, col: Any) -> bool:
+    """``_dtype_ok(dtype, df[col])``, decided from the column's dtype where it can be
+    (``col_dtype`` ``None``: the values are read)."""
+    if dtype == "any":
+        return True
+    if col_dtype is not None:
+        kind = getattr(col_dtype, "kind", "O")
+        if dtype in _KINDS and kind != "O":
+            return kind in _KINDS[dtype]
+        if dtype == "str":
+            import pandas as pd
+
+            if isinstance(col_dtype, pd.StringDtype):
+                return True
+            if kind not in "OUST":
+                return False
+    return _dtype_ok(dtype, df[col])
+
+
+_KINDS = {"float": "fiu", "int": "iu", "bool": "b"}
+"""numpy dtype kinds of a declared dtype (object columns: decided by their values)."""
+
+
 def _dtype_ok(dtype: DType, values: Any) -> bool:
     kind = getattr(getattr(values, "dtype", None), "kind", "O")
     if dtype == "any":
@@ -182,11 +205,14 @@ def check_tables(
         if t is None:
             problems.append(f"table {name!r} is not declared by the kind")
             continue
-        for col in df.columns:
+        # the frame's dtypes read once; a column's values only where its dtype does not
+        # decide (object columns; a repeated column name: as df[col] gives it)
+        unique = len(set(df.columns)) == len(df.columns)
+        for col, col_dtype in zip(df.columns, df.dtypes, strict=True):
             c = t.column(str(col))
             if c is None:
                 problems.append(f"table {name!r}: column {col!r} is not declared")
-            elif len(df) and not _dtype_ok(c.dtype, df[col]):
+            elif len(df) and not _column_ok(c.dtype, col_dtype if unique else None, df, col):
                 problems.append(f"table {name!r}: column {col!r} is not of type {c.dtype}")
         for c in t.columns:
             if not c.optional and c.name not in df.columns:

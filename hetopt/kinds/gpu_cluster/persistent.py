@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import numpy as np
+import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from ...contract import Built
@@ -17,6 +18,7 @@ from ...options import SolveOptions
 from .data import ClusterArrays, GpuClusterInstance, GpuJob
 from .formulations import agnostic_throughputs, job_groups
 from .maxmin import INF, MaxMinLayout, Pairs
+from .methods import job_names, set_job_names
 
 if TYPE_CHECKING:
     from ...highs import HighsModel
@@ -133,6 +135,27 @@ def _job_problem(i: int, job: GpuJob, workers: Mapping[str, int], instance: Any)
         raise InstanceError(
             f"entity {job.entity!r} has no weight in entity_weights", f"jobs[{i}].entity"
         )
+
+
+def _pass_names(
+    old: ClusterArrays, new: ClusterArrays, derive: Callable[[Any], Any | None]
+) -> None:
+    """Give ``new`` the result tables' ``job`` column derived from ``old``'s (a take or
+    a concatenation, instead of inferring it from every id again) when it is pandas's
+    string array: a part of it, or two joined, is what pandas infers from the same
+    strings. An object array of ids (pandas 2) is left to be made again."""
+    names = job_names(old)
+    if isinstance(names.dtype, pd.StringDtype):
+        derived = derive(names)
+        if derived is not None:
+            set_job_names(new, derived)
+
+
+def _concat_names(a: Any, b: Any) -> Any | None:
+    """``a`` and ``b`` joined (``None`` unless both are string arrays of one dtype)."""
+    if type(a) is not type(b) or a.dtype != b.dtype:
+        return None
+    return type(a)._concat_same_type([a, b])
 
 
 def _restore_basis(h: Any, col_status: list[Any], row_status: list[Any]) -> None:
@@ -557,6 +580,7 @@ class PersistentPolicy:
                 f"jobs[{i}]",
             )
         arr = ClusterArrays(old.job_ids, types, thr, old.scale, old.weight, old.steps, wk, allowed)
+        _pass_names(old, arr, lambda names: names)
         h = self._h
         reps = self._reps()
         if added:
@@ -637,6 +661,7 @@ class PersistentPolicy:
             old.workers,
             np.vstack([old.allowed, add.allowed]),
         )
+        _pass_names(old, arr, lambda names: _concat_names(names, job_names(add)))
         self._check_weights(arr, [*inst.jobs, *batch])
         n0, k, g0 = old.num_jobs, add.num_jobs, self.num_groups
         new_jobs = n0 + np.arange(k)
@@ -696,8 +721,9 @@ class PersistentPolicy:
             raise UsageError("remove_jobs: an instance needs at least one job")
         keep = np.ones(old.num_jobs, dtype=bool)
         keep[idx] = False
+        kept = keep.tolist()  # (compress reads a list's bools faster than numpy's)
         arr = ClusterArrays(
-            list(compress(old.job_ids, keep)),
+            list(compress(old.job_ids, kept)),
             old.types,
             old.thr[keep],
             old.scale[keep],
@@ -706,6 +732,7 @@ class PersistentPolicy:
             old.workers,
             old.allowed[keep],
         )
+        _pass_names(old, arr, lambda names: names[keep])
         left = np.bincount(self._group_of[idx], minlength=self.num_groups).astype(float)
         mult = self._mult - left
         self._mult = mult  # (written before the next solve)
@@ -714,7 +741,7 @@ class PersistentPolicy:
         for j in ids:
             self._slot_of.pop(j, None)
         self._slots = self._slots[keep]
-        self._set_instance(list(compress(inst.jobs, keep)), dict(inst.workers), arr)
+        self._set_instance(list(compress(inst.jobs, kept)), dict(inst.workers), arr)
 
     def _positions(self, ids: list[str], what: str, nothing: str) -> np.ndarray:
         """Positions of jobs ``ids`` in :attr:`instance` (a :class:`UsageError` naming
@@ -790,6 +817,7 @@ class PersistentPolicy:
         arr = ClusterArrays(
             old.job_ids, old.types, thr, scale, weight_a, steps, old.workers, allowed
         )
+        _pass_names(old, arr, lambda names: names)
         self._check_weights(arr, jobs)
         if self.symmetry:
             self._regroup(rows, old, arr)

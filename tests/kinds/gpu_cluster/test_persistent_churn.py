@@ -293,3 +293,40 @@ def test_copies_join_a_group_and_leave_it_in_place() -> None:
     _cold_check(policy, again)
     agnostic = PersistentPolicy(inst, "max_min_fairness", OPTS, agnostic=True)
     assert not agnostic.symmetry and agnostic.num_groups == agnostic.num_jobs
+
+
+def test_result_tables_name_the_changed_jobs() -> None:
+    """The tables' ``job`` column, passed on from round to round (taken on removals,
+    joined on arrivals, kept on updates), is what pandas infers from the changed
+    instance's ids; each round's tables are the frames the constructor builds."""
+    import pandas as pd
+
+    from hetopt.kinds.gpu_cluster import methods as M
+
+    inst = generate(40, "k80=4,p100=4,v100=4", seed=3)
+    extra = generate(10, "k80=4,p100=4,v100=4", seed=8).to_dict()["jobs"]
+    policy = PersistentPolicy(inst, "max_min_fairness", OPTS)
+    policy.solve()
+    for step in range(4):
+        ids = policy.instance.arrays.job_ids
+        policy.remove_jobs(ids[step::9])
+        policy.add_jobs([dict(r, id=f"n{step}-{k}") for k, r in enumerate(extra[:3])])
+        policy.update_jobs([policy.instance.arrays.job_ids[1]], weight=[2.0])
+        policy.update_workers({"v100": 4 + step})
+        warm = policy.solve()
+        arr = policy.instance.arrays
+        names = M.job_names(arr)
+        pd.testing.assert_extension_array_equal(names, M._inferred(list(arr.job_ids)))
+        alloc, jobs = warm.tables["allocation"], warm.tables["jobs"]
+        job, typ = np.nonzero(arr.thr > 0)
+        expected = pd.DataFrame(
+            {
+                "job": np.asarray(arr.job_ids, dtype=object)[job],
+                "worker_type": np.asarray(arr.types, dtype=object)[typ],
+                "fraction": alloc["fraction"].to_numpy(),
+            }
+        )
+        pd.testing.assert_frame_equal(alloc, expected, check_exact=True)
+        assert jobs["job"].tolist() == list(arr.job_ids)
+        cold = hetopt.solve(policy.instance, "max_min_fairness", OPTS)
+        assert jobs.dtypes.to_dict() == cold.tables["jobs"].dtypes.to_dict()
