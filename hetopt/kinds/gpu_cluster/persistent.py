@@ -151,11 +151,13 @@ def _pass_names(
             set_job_names(new, derived)
 
 
-def _concat_names(a: Any, b: Any) -> Any | None:
-    """``a`` and ``b`` joined (``None`` unless both are string arrays of one dtype)."""
-    if type(a) is not type(b) or a.dtype != b.dtype:
+def _joined(names: Any, ids: list[str]) -> Any | None:
+    """``names`` and the string array of ``ids`` joined (``None`` unless every id is a
+    string: validated ids always are)."""
+    values = np.asarray(ids, dtype=object)
+    if pd.api.types.infer_dtype(values, skipna=False) != "string":
         return None
-    return type(a)._concat_same_type([a, b])
+    return type(names)._concat_same_type([names, pd.array(values, dtype=names.dtype)])
 
 
 def _restore_basis(h: Any, col_status: list[Any], row_status: list[Any]) -> None:
@@ -661,7 +663,7 @@ class PersistentPolicy:
             old.workers,
             np.vstack([old.allowed, add.allowed]),
         )
-        _pass_names(old, arr, lambda names: _concat_names(names, job_names(add)))
+        _pass_names(old, arr, lambda names: _joined(names, add.job_ids))
         self._check_weights(arr, [*inst.jobs, *batch])
         n0, k, g0 = old.num_jobs, add.num_jobs, self.num_groups
         new_jobs = n0 + np.arange(k)

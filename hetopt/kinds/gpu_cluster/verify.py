@@ -30,16 +30,16 @@ def allocation_matrix(arr: ClusterArrays, allocation: pd.DataFrame) -> tuple[np.
         df = df[df["other_job"].fillna("").astype(str) == ""]
     # integer codes (-1: unknown), not a Python mapping per row: implied by the table's
     # layout and checked row by row, else by hash lookup
-    jobs, types = _lookup_pairs(arr, df["job"], df["worker_type"])
-    bad = (jobs < 0) | (types < 0)
+    codes, types = _lookup_pairs(arr, df["job"], df["worker_type"])
+    bad = (codes < 0) | (types < 0)
+    n, T = X.shape
+    jobs, frac = codes, df["fraction"].to_numpy(dtype=float)
     if bad.any():
         problems.append(f"{int(bad.sum())} allocation row(s) name an unknown job or worker type")
-    ok = ~bad
-    n, T = X.shape
-    flat = jobs[ok] * T + types[ok]
-    frac = df["fraction"].to_numpy(dtype=float)[ok]
-    X += np.bincount(flat, weights=frac, minlength=n * T).reshape(n, T)
-    all_codes = jobs if df is allocation else _lookup_jobs(arr, allocation["job"])
+        ok = ~bad
+        jobs, types, frac = jobs[ok], types[ok], frac[ok]
+    X += np.bincount(jobs * T + types, weights=frac, minlength=n * T).reshape(n, T)
+    all_codes = codes if df is allocation else _lookup_jobs(arr, allocation["job"])
     seen = np.zeros(arr.num_jobs, dtype=bool)
     seen[all_codes[all_codes >= 0]] = True
     if not seen.all():
