@@ -205,17 +205,20 @@ def check_tables(
         if t is None:
             problems.append(f"table {name!r} is not declared by the kind")
             continue
-        # the frame's dtypes read once; a column's values only where its dtype does not
-        # decide (object columns; a repeated column name: as df[col] gives it)
-        unique = len(set(df.columns)) == len(df.columns)
-        for col, col_dtype in zip(df.columns, df.dtypes, strict=True):
+        # the frame's labels and dtypes read once; a column's values only where its dtype
+        # does not decide (object columns; a repeated column name: as df[col] gives it)
+        labels = df.columns.tolist()
+        present = set(labels)
+        unique = len(present) == len(labels)
+        rows = len(df)
+        for col, col_dtype in zip(labels, df.dtypes.tolist(), strict=True):
             c = t.column(str(col))
             if c is None:
                 problems.append(f"table {name!r}: column {col!r} is not declared")
-            elif len(df) and not _column_ok(c.dtype, col_dtype if unique else None, df, col):
+            elif rows and not _column_ok(c.dtype, col_dtype if unique else None, df, col):
                 problems.append(f"table {name!r}: column {col!r} is not of type {c.dtype}")
         for c in t.columns:
-            if not c.optional and c.name not in df.columns:
+            if not c.optional and c.name not in present:
                 problems.append(f"table {name!r}: column {c.name!r} is missing")
     if required:
         for t in declared:

@@ -192,7 +192,7 @@ class OneLP(BuildMethodBase):
         # rows are symmetry groups: every job gets its group's shares
         Xg = np.zeros((int(group_of.max()) + 1, len(arr.types)))
         Xg[pairs.job, pairs.type] = x
-        return (*time_share_columns(arr, Xg[group_of]), {})
+        return (*time_share_columns(arr, Xg.take(group_of, axis=0)), {})
 
 
 def time_share_tables(
@@ -210,8 +210,8 @@ def time_share_columns(
     """:func:`time_share_tables` with the jobs table as its columns (a ``read`` adds
     its per-job column before :func:`table` makes the frame, in one step)."""
     if pairs is None or x is None:
-        pairs = F.Pairs.of(arr)
-        x = X[pairs.job, pairs.type]
+        pairs = F.Pairs(*V.positive_pairs(arr))  # (Pairs.of(arr), computed once)
+        x = X.take(pairs.job * X.shape[1] + pairs.type)  # (X[pairs.job, pairs.type])
     allocation = allocation_table(arr, pairs, x)
     thr_eff = V.effective_throughput(arr, X)
     # (the ids as given when there are none: the constructor's empty column)

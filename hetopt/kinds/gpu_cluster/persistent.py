@@ -723,16 +723,16 @@ class PersistentPolicy:
             raise UsageError("remove_jobs: an instance needs at least one job")
         keep = np.ones(old.num_jobs, dtype=bool)
         keep[idx] = False
-        kept = keep.tolist()  # (compress reads a list's bools faster than numpy's)
+        rows = np.flatnonzero(keep)  # (take: a 2-d boolean mask is 4x slower)
         arr = ClusterArrays(
-            list(compress(old.job_ids, kept)),
+            list(compress(old.job_ids, keep)),
             old.types,
-            old.thr[keep],
+            old.thr.take(rows, axis=0),
             old.scale[keep],
             old.weight[keep],
             old.steps[keep],
             old.workers,
-            old.allowed[keep],
+            old.allowed.take(rows, axis=0),
         )
         _pass_names(old, arr, lambda names: names[keep])
         left = np.bincount(self._group_of[idx], minlength=self.num_groups).astype(float)
@@ -743,7 +743,7 @@ class PersistentPolicy:
         for j in ids:
             self._slot_of.pop(j, None)
         self._slots = self._slots[keep]
-        self._set_instance(list(compress(inst.jobs, kept)), dict(inst.workers), arr)
+        self._set_instance(list(compress(inst.jobs, keep)), dict(inst.workers), arr)
 
     def _positions(self, ids: list[str], what: str, nothing: str) -> np.ndarray:
         """Positions of jobs ``ids`` in :attr:`instance` (a :class:`UsageError` naming
@@ -911,7 +911,7 @@ class PersistentPolicy:
         arr = self.instance.arrays
         with session.timer("load_s"):
             if self.symmetry:  # rows are groups: every job gets its group's shares
-                job, typ = np.nonzero(arr.thr[self._reps()] > 0)
+                job, typ = np.nonzero(arr.thr.take(self._reps(), axis=0) > 0)
                 pairs = Pairs(job.astype(np.int64), typ.astype(np.int64))
                 group_of: np.ndarray | None = self._group_of
             else:

@@ -72,7 +72,7 @@ def _pair_codes(
     its position (one vectorised comparison per column, not a hash lookup per row);
     ``None`` for any other table. A returned code is exactly what a lookup gives (the
     ids are unique)."""
-    jobs, types = np.nonzero(arr.thr > 0)
+    jobs, types = positive_pairs(arr)
     if len(jobs) != len(job):
         return None
     ids = np.asarray(arr.job_ids, dtype=object)
@@ -81,7 +81,22 @@ def _pair_codes(
     names = np.asarray(arr.types, dtype=object)
     if not bool((names[types] == worker_type.to_numpy(dtype=object)).all()):
         return None
-    return jobs.astype(np.int64, copy=False), types.astype(np.int64, copy=False)
+    return jobs, types
+
+
+_PAIRS = "_positive_pairs"
+"""Key of :func:`positive_pairs`' cache in a :class:`~.data.ClusterArrays`' ``__dict__``."""
+
+
+def positive_pairs(arr: ClusterArrays) -> tuple[np.ndarray, np.ndarray]:
+    """``np.nonzero(arr.thr > 0)`` as int64 arrays (job-major: the (job, type) pairs of
+    positive throughput), computed once per arrays (which never change) and read-only."""
+    pairs = arr.__dict__.get(_PAIRS)
+    if pairs is None:
+        job, typ = (a.astype(np.int64, copy=False) for a in np.nonzero(arr.thr > 0))
+        job.flags.writeable = typ.flags.writeable = False
+        pairs = arr.__dict__[_PAIRS] = (job, typ)
+    return pairs
 
 
 def _lookup_jobs(arr: ClusterArrays, column: pd.Series) -> np.ndarray:
