@@ -137,6 +137,29 @@ class Table:
         return None
 
 
+def _column_ok(dtype: DType, col_dtype: Any, df: Any, col: Any) -> bool:
+    """``_dtype_ok(dtype, df[col])``, decided from the column's dtype where it can be
+    (``col_dtype`` ``None``: the values are read)."""
+    if dtype == "any":
+        return True
+    if col_dtype is not None:
+        kind = getattr(col_dtype, "kind", "O")
+        if dtype in _KINDS and kind != "O":
+            return kind in _KINDS[dtype]
+        if dtype == "str":
+            import pandas as pd
+
+            if isinstance(col_dtype, pd.StringDtype):
+                return True
+            if kind not in "OUST":
+                return False
+    return _dtype_ok(dtype, df[col])
+
+
+_KINDS = {"float": "fiu", "int": "iu", "bool": "b"}
+"""numpy dtype kinds of a declared dtype (object columns: decided by their values)."""
+
+
 def _dtype_ok(dtype: DType, values: Any) -> bool:
     kind = getattr(getattr(values, "dtype", None), "kind", "O")
     if dtype == "any":
@@ -182,14 +205,20 @@ def check_tables(
         if t is None:
             problems.append(f"table {name!r} is not declared by the kind")
             continue
-        for col in df.columns:
+        # the frame's labels and dtypes read once; a column's values only where its dtype
+        # does not decide (object columns; a repeated column name: as df[col] gives it)
+        labels = df.columns.tolist()
+        present = set(labels)
+        unique = len(present) == len(labels)
+        rows = len(df)
+        for col, col_dtype in zip(labels, df.dtypes.tolist(), strict=True):
             c = t.column(str(col))
             if c is None:
                 problems.append(f"table {name!r}: column {col!r} is not declared")
-            elif len(df) and not _dtype_ok(c.dtype, df[col]):
+            elif rows and not _column_ok(c.dtype, col_dtype if unique else None, df, col):
                 problems.append(f"table {name!r}: column {col!r} is not of type {c.dtype}")
         for c in t.columns:
-            if not c.optional and c.name not in df.columns:
+            if not c.optional and c.name not in present:
                 problems.append(f"table {name!r}: column {c.name!r} is missing")
     if required:
         for t in declared:

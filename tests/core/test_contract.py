@@ -251,3 +251,64 @@ def test_str_columns_are_checked_value_by_value(values: list, ok: bool) -> None:
     if ok:
         assert _dtype_ok("str", pd.Series(values, dtype="string")) is True
     assert _dtype_ok("str", pd.Series([1, 2])) is False
+
+
+def _check_tables_per_column(declared: Any, tables: Any) -> list[str]:
+    """check_tables as it read every column (``df[col]``) before it took the dtypes
+    once: the reference for the test below."""
+    from hetopt.contract import _dtype_ok
+
+    spec = {t.name: t for t in declared}
+    problems: list[str] = []
+    for name, df in tables.items():
+        t = spec.get(name)
+        if t is None:
+            problems.append(f"table {name!r} is not declared by the kind")
+            continue
+        for col in df.columns:
+            c = t.column(str(col))
+            if c is None:
+                problems.append(f"table {name!r}: column {col!r} is not declared")
+            elif len(df) and not _dtype_ok(c.dtype, df[col]):
+                problems.append(f"table {name!r}: column {col!r} is not of type {c.dtype}")
+        for c in t.columns:
+            if not c.optional and c.name not in df.columns:
+                problems.append(f"table {name!r}: column {c.name!r} is missing")
+    for t in declared:
+        if not t.optional and t.name not in tables:
+            problems.append(f"table {t.name!r} is missing")
+    return problems
+
+
+COLUMN_VALUES: dict[str, Any] = {
+    "float": [1.5, 2.0],
+    "int": [1, 2],
+    "bool": [True, False],
+    "str": ["a", "b"],
+    "object_num": pd.Series([1, 2.5], dtype=object),
+    "object_int": pd.Series([1, 2], dtype=object),
+    "object_bool": pd.Series([True, False], dtype=object),
+    "object_mixed": pd.Series(["a", 1], dtype=object),
+    "object_none": pd.Series([None, None], dtype=object),
+    "string": pd.Series(["a", None], dtype="string"),
+    "Float64": pd.Series([1.0, None], dtype="Float64"),
+    "Int64": pd.Series([1, None], dtype="Int64"),
+    "category": pd.Series(["a", "b"], dtype="category"),
+    "bytes": pd.Series([b"x", b"y"], dtype=object),
+    "datetime": pd.to_datetime(["2020-01-01", "2020-01-02"]),
+}
+
+
+@pytest.mark.parametrize("dtype", ["str", "int", "float", "bool", "any"])
+@pytest.mark.parametrize("rows", [2, 0])
+def test_check_tables_reads_dtypes_once_with_the_same_answers(dtype: Any, rows: int) -> None:
+    """Every declared dtype against columns of many pandas dtypes (and a repeated column
+    name): the same violations, in the same order, as checking column by column."""
+    t = Table("t", "a table", tuple(Column(k, dtype, "x") for k in COLUMN_VALUES))
+    df = pd.DataFrame(
+        {k: pd.Series(v).iloc[:rows].reset_index(drop=True) for k, v in COLUMN_VALUES.items()}
+    )
+    dup = pd.concat([df[["str", "int"]], df[["int"]]], axis=1)
+    undeclared = df.assign(extra=1.0) if rows else df.assign(extra=[])
+    for tables in ({"t": df}, {"t": dup}, {"t": undeclared, "u": df}, {}):
+        assert check_tables([t], tables) == _check_tables_per_column([t], tables)

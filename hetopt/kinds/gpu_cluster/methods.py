@@ -7,7 +7,7 @@ exact makespan LP, each with time sharing only or with space sharing (the instan
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,9 @@ from .inputs import require_steps
 if TYPE_CHECKING:
     from ...pipeline import Session
     from . import GpuClusterParams
+
+Jobs: TypeAlias = pd.DataFrame | dict[str, Any]
+"""The jobs table a method's ``read`` completes: the frame, or its columns."""
 
 DEFAULT_LP_METHOD = "ipm"
 """Measured on Gavel-generated instances (``benchmarks/bench_gpu_cluster.py``, notes on
@@ -65,7 +68,7 @@ class OneLP(BuildMethodBase):
     def read(
         self,
         arr: Any,
-        jobs: pd.DataFrame,
+        jobs: Jobs,
         thr_eff: np.ndarray,
         z: float,
         scale: float,
@@ -73,7 +76,8 @@ class OneLP(BuildMethodBase):
         info: dict[str, Any],
     ) -> tuple[float | None, Status | None, str | None]:
         """The objective value (and a status override) from ``z``; adds the per-job
-        column to ``jobs`` and the LP's own value to ``info`` when ``z`` is not it."""
+        column to ``jobs`` (the table, or its columns) and the LP's own value to
+        ``info`` when ``z`` is not it."""
         raise NotImplementedError  # pragma: no cover - abstract
 
     def lp(
@@ -157,7 +161,10 @@ class OneLP(BuildMethodBase):
         )
         if not exact and agnostic and "lp_value" in info:
             info["agnostic_lp_value"] = info.pop("lp_value")
-        tables = {"allocation": allocation, "jobs": jobs}
+        tables = {
+            "allocation": allocation,
+            "jobs": jobs if isinstance(jobs, pd.DataFrame) else table(jobs),
+        }
         out = Outcome(value, tables, info, status, termination)
         if agnostic:
             # bound and gap refer to the agnostic LP, not to the true objective reported
@@ -170,9 +177,10 @@ class OneLP(BuildMethodBase):
 
     def tables(
         self, instance: GpuClusterInstance, built: Built, solution: SolveView, x: np.ndarray
-    ) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray, dict[str, Any]]:
-        """The allocation table, the jobs table (time share, throughput), each job's
-        effective throughput and the model's facts (``x``: the ``alloc`` values)."""
+    ) -> tuple[pd.DataFrame, Jobs, np.ndarray, dict[str, Any]]:
+        """The allocation table, the jobs table (time share, throughput; or its columns,
+        made a table after :meth:`read`), each job's effective throughput and the
+        model's facts (``x``: the ``alloc`` values)."""
         arr = instance.arrays
         pairs = built.layout.pairs
         x = np.where(np.abs(x) < 1e-10, 0.0, x)
@@ -180,11 +188,11 @@ class OneLP(BuildMethodBase):
         if group_of is None:
             X = np.zeros((arr.num_jobs, len(arr.types)))
             X[pairs.job, pairs.type] = x
-            return (*time_share_tables(arr, X, pairs, x), {})
+            return (*time_share_columns(arr, X, pairs, x), {})
         # rows are symmetry groups: every job gets its group's shares
         Xg = np.zeros((int(group_of.max()) + 1, len(arr.types)))
         Xg[pairs.job, pairs.type] = x
-        return (*time_share_tables(arr, Xg[group_of]), {})
+        return (*time_share_columns(arr, Xg.take(group_of, axis=0)), {})
 
 
 def time_share_tables(
@@ -192,12 +200,23 @@ def time_share_tables(
 ) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
     """The allocation and jobs tables of a jobs x types time-share matrix ``X`` (and each
     job's effective throughput); ``pairs``/``x``: its pairs and their values if known."""
+    allocation, jobs, thr_eff = time_share_columns(arr, X, pairs, x)
+    return allocation, table(jobs), thr_eff
+
+
+def time_share_columns(
+    arr: Any, X: np.ndarray, pairs: F.Pairs | None = None, x: np.ndarray | None = None
+) -> tuple[pd.DataFrame, dict[str, Any], np.ndarray]:
+    """:func:`time_share_tables` with the jobs table as its columns (a ``read`` adds
+    its per-job column before :func:`table` makes the frame, in one step)."""
     if pairs is None or x is None:
-        pairs = F.Pairs.of(arr)
-        x = X[pairs.job, pairs.type]
+        pairs = F.Pairs(*V.positive_pairs(arr))  # (Pairs.of(arr), computed once)
+        x = X.take(pairs.job * X.shape[1] + pairs.type)  # (X[pairs.job, pairs.type])
     allocation = allocation_table(arr, pairs, x)
     thr_eff = V.effective_throughput(arr, X)
-    jobs = pd.DataFrame({"job": arr.job_ids, "time_share": X.sum(axis=1), "throughput": thr_eff})
+    # (the ids as given when there are none: the constructor's empty column)
+    ids = job_names(arr).copy() if arr.num_jobs else list(arr.job_ids)
+    jobs = {"job": ids, "time_share": X.sum(axis=1), "throughput": thr_eff}
     return allocation, jobs, thr_eff
 
 
@@ -210,7 +229,7 @@ class MaxMinRead:
     def read(
         self,
         arr: Any,
-        jobs: pd.DataFrame,
+        jobs: Jobs,
         thr_eff: np.ndarray,
         z: float,
         scale: float,
@@ -224,7 +243,7 @@ class MaxMinRead:
         # the true value of the allocation returned (an interrupted LP's z is only a lower
         # estimate of it; the agnostic LP's z is its own objective)
         info["lp_value"] = z / scale
-        return float(jobs["normalized_throughput"].min()), None, None
+        return float(np.fmin.reduce(_floats(jobs["normalized_throughput"]))), None, None
 
     def export_objective(
         self, instance: GpuClusterInstance, params: GpuClusterParams, built: Built
@@ -245,7 +264,7 @@ class MakespanRead:
     def read(
         self,
         arr: Any,
-        jobs: pd.DataFrame,
+        jobs: Jobs,
         thr_eff: np.ndarray,
         z: float,
         scale: float,
@@ -261,7 +280,7 @@ class MakespanRead:
         if exact:
             return scale / z, None, None
         info["lp_value"] = scale / z
-        return float(jobs["finish_s"].max()), None, None
+        return float(np.fmax.reduce(_floats(jobs["finish_s"]))), None, None
 
     def export_objective(
         self, instance: GpuClusterInstance, params: GpuClusterParams, built: Built
@@ -281,29 +300,110 @@ class MakespanRead:
         replace_model(built.model, model)
 
 
+def _floats(column: Any) -> np.ndarray:
+    """A float column as numpy values (its ``min``/``max`` skip NaN, as pandas's do)."""
+    return np.asarray(column, dtype=float)
+
+
 def allocation_table(arr: Any, pairs: F.Pairs, x: np.ndarray) -> pd.DataFrame:
     """``job, worker_type, fraction`` for every (job, type) pair with positive throughput."""
-    return pd.DataFrame(
+    return table(
         {
-            "job": _names_at(arr.job_ids, pairs.job),
-            "worker_type": _names_at(arr.types, pairs.type),
-            "fraction": x,
+            "job": _names_at(job_names(arr), pairs.job),
+            "worker_type": _names_at(_type_names(arr.types), pairs.type),
+            "fraction": np.array(x),
         }
     )
 
 
-def _names_at(names: Any, at: np.ndarray) -> Any:
-    """``names[at]`` as the table column pandas would infer from it: pandas's string
-    array is inferred (and every value checked) once per name, then taken, instead of
-    once per row; the object array as before when pandas infers no string dtype (or
-    there are no rows, whose empty column pandas types differently)."""
+# ------------------------------------------------------------------ table building
+# ``pd.DataFrame(dict)`` infers every column's dtype from its values, checks and copies
+# them: ~0.3 ms a table at 2,000 jobs, a fifth of a warm PersistentPolicy round. The
+# columns here are made as pandas would store them instead (a string column: pandas's
+# string array of the names, inferred once per name list, then taken), and the frame is
+# assembled from them directly; bit for bit the frame the constructor gives
+# (tests/kinds/gpu_cluster/test_tables.py).
+_JOB_NAMES = "_job_names_column"
+"""Key of the cached ``job`` column in a :class:`~.data.ClusterArrays`' ``__dict__``."""
+
+_TYPE_NAMES: dict[tuple[str, ...], Any] = {}
+"""Worker-type names -> their column (few distinct clusters per process)."""
+
+
+def _inferred(names: list[str]) -> Any:
+    """The column pandas makes of the list ``names``: its string array when it infers
+    the string dtype (pandas >= 3), else the names as an object array (pandas 2, or
+    values that are not all strings)."""
     values = np.asarray(names, dtype=object)
+    if len(values):
+        column = pd.Series(values).array
+        if isinstance(column.dtype, pd.StringDtype):
+            return column
+    return values
+
+
+def job_names(arr: Any) -> Any:
+    """The ``job`` column of ``arr.job_ids`` (as pandas infers it), made once per
+    arrays (cached on them: a :class:`~.data.ClusterArrays` never changes; a
+    :class:`~.persistent.PersistentPolicy` passes it on to the arrays it derives with
+    :func:`set_job_names`). Callers never modify it (frames get copies or takes)."""
+    names = arr.__dict__.get(_JOB_NAMES)
+    if names is None:
+        names = _inferred(arr.job_ids)
+        arr.__dict__[_JOB_NAMES] = names
+    return names
+
+
+def set_job_names(arr: Any, names: Any) -> None:
+    """Give ``arr`` its ``job`` column, derived from an earlier arrays' (taken or
+    concatenated): what :func:`job_names` would infer from ``arr.job_ids``."""
+    arr.__dict__[_JOB_NAMES] = names
+
+
+def _type_names(types: list[str]) -> Any:
+    key = tuple(types)
+    names = _TYPE_NAMES.get(key)
+    if names is None:
+        if len(_TYPE_NAMES) > 64:
+            _TYPE_NAMES.clear()
+        names = _TYPE_NAMES[key] = _inferred(list(types))
+    return names
+
+
+def _names_at(names: Any, at: np.ndarray) -> Any:
+    """``names[at]`` (a new array) from a column made by :func:`_inferred`; the object
+    array when there are no rows (whose empty column pandas types differently)."""
     if len(at) == 0:
-        return values[at]
-    column = pd.Series(values).array
-    if not isinstance(column.dtype, pd.StringDtype):
-        return values[at]
-    return column.take(at)
+        return np.asarray(names, dtype=object)[at]
+    return names.take(at)
+
+
+def table(columns: dict[str, Any]) -> pd.DataFrame:
+    """``pd.DataFrame(columns)`` for columns of one length made here (numpy arrays of a
+    native dtype, columns of :func:`_inferred` or takes of one), built from them without
+    re-inferring their dtypes. The columns are handed over: the frame holds them (pass
+    copies of arrays used elsewhere)."""
+    values = list(columns.values())
+    n = len(values[0]) if values else 0
+    if n == 0 or any(len(v) != n for v in values):  # empty columns: typed as pandas does
+        return pd.DataFrame(columns)
+    return pd.DataFrame._from_arrays(
+        values, columns=_labels(tuple(columns)), index=pd.RangeIndex(n), verify_integrity=False
+    )
+
+
+_LABELS: dict[tuple[str, ...], pd.Index] = {}
+
+
+def _labels(names: tuple[str, ...]) -> pd.Index:
+    """``pd.Index(names)`` (its inference is a third of a small frame's cost): a copy of
+    one made once per column list (a copy: a frame's columns may be renamed in place)."""
+    index = _LABELS.get(names)
+    if index is None:
+        if len(_LABELS) > 64:
+            _LABELS.clear()
+        index = _LABELS[names] = pd.Index(list(names))
+    return index.copy()
 
 
 class ColumnsRun(OneLP):

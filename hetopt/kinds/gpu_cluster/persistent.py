@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import numpy as np
+import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from ...contract import Built
@@ -17,6 +18,7 @@ from ...options import SolveOptions
 from .data import ClusterArrays, GpuClusterInstance, GpuJob
 from .formulations import agnostic_throughputs, job_groups
 from .maxmin import INF, MaxMinLayout, Pairs
+from .methods import job_names, set_job_names
 
 if TYPE_CHECKING:
     from ...highs import HighsModel
@@ -135,6 +137,40 @@ def _job_problem(i: int, job: GpuJob, workers: Mapping[str, int], instance: Any)
         )
 
 
+@dataclass
+class _Changes:
+    """Removals and arrivals not yet written into :attr:`PersistentPolicy.instance`
+    (it is rebuilt once when next read, not once per change)."""
+
+    keep: np.ndarray | None
+    """The rows of the instance's jobs still there (``None``: all)."""
+    added: list[tuple[list[GpuJob], ClusterArrays]]
+    """Arrivals after them: each batch's validated jobs and their arrays."""
+
+
+def _pass_names(
+    old: ClusterArrays, new: ClusterArrays, derive: Callable[[Any], Any | None]
+) -> None:
+    """Give ``new`` the result tables' ``job`` column derived from ``old``'s (a take or
+    a concatenation, instead of inferring it from every id again) when it is pandas's
+    string array: a part of it, or two joined, is what pandas infers from the same
+    strings. An object array of ids (pandas 2) is left to be made again."""
+    names = job_names(old)
+    if isinstance(names.dtype, pd.StringDtype):
+        derived = derive(names)
+        if derived is not None:
+            set_job_names(new, derived)
+
+
+def _joined(names: Any, ids: list[str]) -> Any | None:
+    """``names`` and the string array of ``ids`` joined (``None`` unless every id is a
+    string: validated ids always are)."""
+    values = np.asarray(ids, dtype=object)
+    if pd.api.types.infer_dtype(values, skipna=False) != "string":
+        return None
+    return type(names)._concat_same_type([names, pd.array(values, dtype=names.dtype)])
+
+
 def _restore_basis(h: Any, col_status: list[Any], row_status: list[Any]) -> None:
     """Give HiGHS back the basis of the rows and columns kept by a deletion (HiGHS drops
     it): as many basic variables as rows, by making row slacks basic or nonbasic; HiGHS
@@ -238,7 +274,8 @@ class PersistentPolicy:
         self._params = KIND.parse_params({"agnostic": agnostic, "symmetry": self.symmetry})
         KIND.check(instance, self.objective, self._params)  # as hetopt.solve would
         self._instance0 = instance
-        self.instance = instance
+        self._instance = instance
+        self._changes: _Changes | None = None
         self._method = cast("OneLP", KIND.method_for(self.objective, instance, self._params))
         self._session = Session(KIND, self.options)
         built = self._session.build(self._method, instance, self._params)
@@ -325,12 +362,78 @@ class PersistentPolicy:
         self, jobs: list[GpuJob], workers: dict[str, int], arr: ClusterArrays
     ) -> None:
         """The changed instance, not re-validated (its records were, one by one)."""
-        inst = self.instance
+        inst = self._instance
         fields = {k: getattr(inst, k) for k in type(inst).model_fields}
         fields.update(jobs=jobs, workers=workers)
         new = GpuClusterInstance.model_construct(inst.model_fields_set, **fields)
         new.__dict__["arrays"] = arr  # the cached numpy view, kept in step
-        self.instance = new
+        self._instance = new
+        self._changes = None
+
+    @property
+    def instance(self) -> GpuClusterInstance:
+        """The changed instance (the removals and arrivals since it was last read are
+        written into a new instance and its arrays now: once for a round's changes)."""
+        self._write_changes()
+        return self._instance
+
+    def _write_changes(self) -> None:
+        if self._changes is not None:
+            arr, jobs = self._combined()
+            self._set_instance(jobs, dict(self._instance.workers), arr)
+
+    def _combined(
+        self, extra: tuple[list[GpuJob], ClusterArrays] | None = None
+    ) -> tuple[ClusterArrays, list[GpuJob]]:
+        """The arrays and jobs of the instance with the pending changes (and the
+        arrivals ``extra``): the kept jobs in their order, then the arrivals in theirs."""
+        inst = self._instance
+        base = inst.arrays
+        changes = self._changes
+        keep = None if changes is None else changes.keep
+        added = [] if changes is None else list(changes.added)
+        if extra is not None:
+            added.append(extra)
+        names: Any = job_names(base)
+        if not isinstance(names.dtype, pd.StringDtype):
+            names = None  # (an object array of ids, pandas 2: made again)
+        if keep is None:
+            ids, jobs = list(base.job_ids), list(inst.jobs)
+            thr, scale, weight = [base.thr], [base.scale], [base.weight]
+            steps, allowed = [base.steps], [base.allowed]
+        else:
+            rows = np.flatnonzero(keep)  # (take: a 2-d boolean mask is 4x slower)
+            ids, jobs = list(compress(base.job_ids, keep)), list(compress(inst.jobs, keep))
+            thr, scale, weight = (
+                [base.thr.take(rows, axis=0)],
+                [base.scale[keep]],
+                [base.weight[keep]],
+            )
+            steps, allowed = [base.steps[keep]], [base.allowed.take(rows, axis=0)]
+            names = None if names is None else names[keep]
+        for batch, add in added:
+            ids.extend(add.job_ids)
+            jobs.extend(batch)
+            thr.append(add.thr)
+            scale.append(add.scale)
+            weight.append(add.weight)
+            steps.append(add.steps)
+            allowed.append(add.allowed)
+            if names is not None:
+                names = _joined(names, add.job_ids)
+        arr = ClusterArrays(
+            ids,
+            base.types,
+            np.concatenate(thr),
+            np.concatenate(scale),
+            np.concatenate(weight),
+            np.concatenate(steps),
+            base.workers,
+            np.concatenate(allowed),
+        )
+        if names is not None:
+            set_job_names(arr, names)
+        return arr, jobs
 
     @property
     def highs_model(self) -> HighsModel:
@@ -557,6 +660,7 @@ class PersistentPolicy:
                 f"jobs[{i}]",
             )
         arr = ClusterArrays(old.job_ids, types, thr, old.scale, old.weight, old.steps, wk, allowed)
+        _pass_names(old, arr, lambda names: names)
         h = self._h
         reps = self._reps()
         if added:
@@ -613,8 +717,7 @@ class PersistentPolicy:
             raise validation_to_instance_error(exc, None) from None
         if not batch:
             return
-        inst = self.instance
-        old = inst.arrays
+        inst = self._instance  # (the cluster and the fields jobs do not change)
         workers = dict(inst.workers)
         known = self._slot_of
         fresh: set[str] = set()
@@ -627,42 +730,34 @@ class PersistentPolicy:
         add = ClusterArrays.from_instance(
             GpuClusterInstance.model_construct(workers=workers, jobs=batch)
         )
-        arr = ClusterArrays(
-            [*old.job_ids, *add.job_ids],
-            old.types,
-            np.vstack([old.thr, add.thr]),
-            np.concatenate([old.scale, add.scale]),
-            np.concatenate([old.weight, add.weight]),
-            np.concatenate([old.steps, add.steps]),
-            old.workers,
-            np.vstack([old.allowed, add.allowed]),
-        )
-        self._check_weights(arr, [*inst.jobs, *batch])
-        n0, k, g0 = old.num_jobs, add.num_jobs, self.num_groups
-        new_jobs = n0 + np.arange(k)
+        self._check_weights_with(batch, add)
+        k, g0 = add.num_jobs, self.num_groups
+        local = np.arange(k)  # the new jobs' rows in add (after the others' in the instance)
         if self.symmetry:
             gof = np.empty(k, dtype=np.int64)
-            firsts: list[int] = []  # a job of each new group
-            for a, key in enumerate(_group_keys(arr, new_jobs, self._by_steps)):
+            firsts: list[int] = []  # a job of each new group (its row in add)
+            for a, key in enumerate(_group_keys(add, local, self._by_steps)):
                 g = self._key_index.get(key)
                 if g is None:
                     g = g0 + len(firsts)
                     self._key_index[key] = g
                     self._keys.append(key)
-                    firsts.append(n0 + a)
+                    firsts.append(a)
                 gof[a] = g
             count = np.bincount(gof, minlength=g0 + len(firsts)).astype(float)
         else:
-            gof, firsts, count = g0 + np.arange(k), new_jobs.tolist(), np.ones(g0 + k)
+            gof, firsts, count = g0 + local, local.tolist(), np.ones(g0 + k)
             count[:g0] = 0.0
         self._mult = self._mult + count[:g0]  # (written before the next solve)
-        self._new_groups(np.array(firsts, dtype=np.int64), count[g0:], arr)
+        self._new_groups(np.array(firsts, dtype=np.int64), count[g0:], add)
         self._group_of = np.concatenate([self._group_of, gof])
         s0 = self._next_slot
         self._slot_of.update((job.id, s0 + a) for a, job in enumerate(batch))
-        self._slots = np.concatenate([self._slots, s0 + np.arange(k)])
+        self._slots = np.concatenate([self._slots, s0 + local])
         self._next_slot = s0 + k
-        self._set_instance([*inst.jobs, *batch], workers, arr)
+        changes = self._changes or _Changes(None, [])
+        changes.added.append((batch, add))
+        self._changes = changes
 
     def _require_steps(self, i: int, job: GpuJob) -> None:
         if self.objective == "makespan" and job.steps_remaining is None:
@@ -670,6 +765,27 @@ class PersistentPolicy:
                 "required for the makespan objective (steps the job still has to run)",
                 f"jobs[{i}].steps_remaining",
             )
+
+    def _check_weights_with(self, batch: list[GpuJob], add: ClusterArrays) -> None:
+        """:meth:`_check_weights` of the instance with the arrivals ``batch`` (``add``
+        their arrays), which is built only to name a job whose weight is refused."""
+        if self.objective != "max_min_fairness":
+            return
+        from .inputs import MAX_WEIGHT_RATIO
+
+        w = np.concatenate([self._weights(), add.weight])
+        if float(w.max() / w.min()) <= MAX_WEIGHT_RATIO:
+            return
+        self._check_weights(*self._combined((batch, add)))
+
+    def _weights(self) -> np.ndarray:
+        """The weights of the instance's jobs with the pending changes."""
+        base = self._instance.arrays
+        changes = self._changes
+        if changes is None:
+            return base.weight
+        parts = [base.weight if changes.keep is None else base.weight[changes.keep]]
+        return np.concatenate([*parts, *(add.weight for _, add in changes.added)])
 
     def _check_weights(self, arr: ClusterArrays, jobs: list[GpuJob]) -> None:
         if self.objective != "max_min_fairness":
@@ -679,7 +795,7 @@ class PersistentPolicy:
         w = arr.weight
         if float(w.max() / w.min()) <= MAX_WEIGHT_RATIO:
             return  # (check_weight_ratio's test; it names the field otherwise)
-        probe = GpuClusterInstance.model_construct(workers=dict(self.instance.workers), jobs=jobs)
+        probe = GpuClusterInstance.model_construct(workers=dict(self._instance.workers), jobs=jobs)
         probe.__dict__["arrays"] = arr
         check_weight_ratio(probe, self.objective)
 
@@ -687,25 +803,23 @@ class PersistentPolicy:
         """Remove the jobs with these ids (each must be in :attr:`instance`). A group
         keeps its rows while it has jobs (its capacity coefficients change)."""
         ids = list(ids)
-        inst = self.instance
-        old = inst.arrays
         if not ids:
             return
         idx = np.unique(self._positions(ids, "remove_jobs", "no job removed"))
-        if len(idx) == old.num_jobs:
+        n = len(self._group_of)
+        if len(idx) == n:
             raise UsageError("remove_jobs: an instance needs at least one job")
-        keep = np.ones(old.num_jobs, dtype=bool)
+        if self._changes is not None and self._changes.added:
+            self._write_changes()  # (arrivals first: the removals are rows of the base)
+        base = self._instance.arrays
+        changes = self._changes
+        if changes is None or changes.keep is None:
+            kept_base = np.ones(base.num_jobs, dtype=bool)
+        else:
+            kept_base = changes.keep.copy()
+        kept_base[np.flatnonzero(kept_base)[idx]] = False  # (the jobs' rows in base)
+        keep = np.ones(n, dtype=bool)
         keep[idx] = False
-        arr = ClusterArrays(
-            list(compress(old.job_ids, keep)),
-            old.types,
-            old.thr[keep],
-            old.scale[keep],
-            old.weight[keep],
-            old.steps[keep],
-            old.workers,
-            old.allowed[keep],
-        )
         left = np.bincount(self._group_of[idx], minlength=self.num_groups).astype(float)
         mult = self._mult - left
         self._mult = mult  # (written before the next solve)
@@ -714,7 +828,7 @@ class PersistentPolicy:
         for j in ids:
             self._slot_of.pop(j, None)
         self._slots = self._slots[keep]
-        self._set_instance(list(compress(inst.jobs, keep)), dict(inst.workers), arr)
+        self._changes = _Changes(kept_base, [])
 
     def _positions(self, ids: list[str], what: str, nothing: str) -> np.ndarray:
         """Positions of jobs ``ids`` in :attr:`instance` (a :class:`UsageError` naming
@@ -790,6 +904,7 @@ class PersistentPolicy:
         arr = ClusterArrays(
             old.job_ids, old.types, thr, scale, weight_a, steps, old.workers, allowed
         )
+        _pass_names(old, arr, lambda names: names)
         self._check_weights(arr, jobs)
         if self.symmetry:
             self._regroup(rows, old, arr)
@@ -881,7 +996,7 @@ class PersistentPolicy:
         arr = self.instance.arrays
         with session.timer("load_s"):
             if self.symmetry:  # rows are groups: every job gets its group's shares
-                job, typ = np.nonzero(arr.thr[self._reps()] > 0)
+                job, typ = np.nonzero(arr.thr.take(self._reps(), axis=0) > 0)
                 pairs = Pairs(job.astype(np.int64), typ.astype(np.int64))
                 group_of: np.ndarray | None = self._group_of
             else:

@@ -28,19 +28,18 @@ def allocation_matrix(arr: ClusterArrays, allocation: pd.DataFrame) -> tuple[np.
     df = allocation
     if "other_job" in df.columns:
         df = df[df["other_job"].fillna("").astype(str) == ""]
-    # integer codes (-1: unknown), not a Python mapping per row: implied by a job-major
-    # table and checked row by row, else by hash lookup
-    jobs = _lookup_jobs(arr, df["job"])
-    types = np.asarray(pd.Index(arr.types).get_indexer(_as_str(df["worker_type"])), np.int64)
-    bad = (jobs < 0) | (types < 0)
+    # integer codes (-1: unknown), not a Python mapping per row: implied by the table's
+    # layout and checked row by row, else by hash lookup
+    codes, types = _lookup_pairs(arr, df["job"], df["worker_type"])
+    bad = (codes < 0) | (types < 0)
+    n, T = X.shape
+    jobs, frac = codes, df["fraction"].to_numpy(dtype=float)
     if bad.any():
         problems.append(f"{int(bad.sum())} allocation row(s) name an unknown job or worker type")
-    ok = ~bad
-    n, T = X.shape
-    flat = jobs[ok] * T + types[ok]
-    frac = df["fraction"].to_numpy(dtype=float)[ok]
-    X += np.bincount(flat, weights=frac, minlength=n * T).reshape(n, T)
-    all_codes = jobs if df is allocation else _lookup_jobs(arr, allocation["job"])
+        ok = ~bad
+        jobs, types, frac = jobs[ok], types[ok], frac[ok]
+    X += np.bincount(jobs * T + types, weights=frac, minlength=n * T).reshape(n, T)
+    all_codes = codes if df is allocation else _lookup_jobs(arr, allocation["job"])
     seen = np.zeros(arr.num_jobs, dtype=bool)
     seen[all_codes[all_codes >= 0]] = True
     if not seen.all():
@@ -49,6 +48,55 @@ def allocation_matrix(arr: ClusterArrays, allocation: pd.DataFrame) -> tuple[np.
             f"{len(missing)} job(s) missing from the allocation, e.g. {sorted(missing)[:3]}"
         )
     return X, problems
+
+
+def _lookup_pairs(
+    arr: ClusterArrays, job: pd.Series, worker_type: pd.Series
+) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of every row's job among the instance's job ids and of its worker type
+    among its types (-1: unknown): :func:`_pair_codes`, else :func:`_lookup_jobs` and
+    a lookup of the types."""
+    codes = _pair_codes(arr, job, worker_type)
+    if codes is not None:
+        return codes
+    jobs = _lookup_jobs(arr, job)
+    types = np.asarray(pd.Index(arr.types).get_indexer(_as_str(worker_type)), np.int64)
+    return jobs, types
+
+
+def _pair_codes(
+    arr: ClusterArrays, job: pd.Series, worker_type: pd.Series
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The codes of a table with one row per (job, type) pair of positive throughput,
+    job-major (as the methods write it), found by comparing each row with the pair at
+    its position (one vectorised comparison per column, not a hash lookup per row);
+    ``None`` for any other table. A returned code is exactly what a lookup gives (the
+    ids are unique)."""
+    jobs, types = positive_pairs(arr)
+    if len(jobs) != len(job):
+        return None
+    ids = np.asarray(arr.job_ids, dtype=object)
+    if not bool((ids[jobs] == job.to_numpy(dtype=object)).all()):
+        return None
+    names = np.asarray(arr.types, dtype=object)
+    if not bool((names[types] == worker_type.to_numpy(dtype=object)).all()):
+        return None
+    return jobs, types
+
+
+_PAIRS = "_positive_pairs"
+"""Key of :func:`positive_pairs`' cache in a :class:`~.data.ClusterArrays`' ``__dict__``."""
+
+
+def positive_pairs(arr: ClusterArrays) -> tuple[np.ndarray, np.ndarray]:
+    """``np.nonzero(arr.thr > 0)`` as int64 arrays (job-major: the (job, type) pairs of
+    positive throughput), computed once per arrays (which never change) and read-only."""
+    pairs = arr.__dict__.get(_PAIRS)
+    if pairs is None:
+        job, typ = (a.astype(np.int64, copy=False) for a in np.nonzero(arr.thr > 0))
+        job.flags.writeable = typ.flags.writeable = False
+        pairs = arr.__dict__[_PAIRS] = (job, typ)
+    return pairs
 
 
 def _lookup_jobs(arr: ClusterArrays, column: pd.Series) -> np.ndarray:

@@ -28,3 +28,70 @@ def test_allocation_table_equals_the_inferred_table(rows: int) -> None:
     got = M.allocation_table(arr, pairs, x)  # type: ignore[arg-type]
     assert got.dtypes.to_dict() == expected.dtypes.to_dict()
     pd.testing.assert_frame_equal(got, expected, check_exact=True)
+
+
+def _same_frame(got: pd.DataFrame, expected: pd.DataFrame) -> None:
+    """Equal values, dtypes, column index and row index (type included)."""
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    assert got.dtypes.to_dict() == expected.dtypes.to_dict()
+    assert got.columns.dtype == expected.columns.dtype
+    assert type(got.index) is type(expected.index)
+    assert [type(got[c].array) for c in got] == [type(expected[c].array) for c in expected]
+
+
+@pytest.mark.parametrize("rows", [0, 1, 5])
+def test_table_is_the_constructors_frame(rows: int) -> None:
+    """``table`` builds the frame ``pd.DataFrame`` infers from the same columns."""
+    rng = np.random.default_rng(rows)
+    names = M._inferred([f"j{i}" for i in range(rows)])  # (empty: an object array)
+    columns = {
+        "job": M._names_at(names, rng.integers(0, max(rows, 1), rows)),
+        "ids": names.copy(),
+        "fraction": rng.random(rows),
+        "count": rng.integers(0, 9, rows),
+        "flag": rng.random(rows) > 0.5,
+    }
+    _same_frame(M.table(dict(columns)), pd.DataFrame(dict(columns)))
+
+
+def test_tables_own_their_columns() -> None:
+    """Frames never share the cached names or the caller's values: changing one in place
+    (or renaming its columns) leaves the next one as it was."""
+    arr = SimpleNamespace(job_ids=["a", "b"], types=["v100"], thr=np.ones((2, 1)), num_jobs=2)
+    X = np.full((2, 1), 0.5)
+    pairs = SimpleNamespace(job=np.array([0, 1]), type=np.array([0, 0]))
+    x = np.array([0.5, 0.5])
+    alloc, jobs, _ = M.time_share_tables(arr, X, pairs, x)  # type: ignore[arg-type]
+    alloc.loc[0, "job"] = "zz"
+    alloc.loc[0, "fraction"] = 9.0
+    jobs.loc[0, "job"] = "zz"
+    jobs.columns.name = "renamed"
+    assert x[0] == 0.5 and list(M.job_names(arr)) == ["a", "b"]
+    again, jobs2, _ = M.time_share_tables(arr, X, pairs, x)  # type: ignore[arg-type]
+    assert again["job"].tolist() == ["a", "b"] and jobs2["job"].tolist() == ["a", "b"]
+    assert jobs2.columns.name is None
+
+
+def test_time_share_tables_are_the_inferred_tables() -> None:
+    """The allocation and jobs tables of a time-share matrix, as the constructor builds
+    them from the ids and type names (the cached name columns, taken)."""
+    from hetopt.kinds.gpu_cluster import generate
+    from hetopt.kinds.gpu_cluster import verify as V
+
+    arr = generate(12, "k80=2,p100=2,v100=2", seed=4).arrays
+    X = np.random.default_rng(1).random(arr.thr.shape) * arr.allowed
+    alloc, jobs, thr = M.time_share_tables(arr, X)
+    job, typ = np.nonzero(arr.thr > 0)
+    _same_frame(
+        alloc,
+        pd.DataFrame(
+            {
+                "job": np.asarray(arr.job_ids, dtype=object)[job],
+                "worker_type": np.asarray(arr.types, dtype=object)[typ],
+                "fraction": X[job, typ],
+            }
+        ),
+    )
+    expected = pd.DataFrame({"job": arr.job_ids, "time_share": X.sum(axis=1), "throughput": thr})
+    _same_frame(jobs, expected)
+    assert np.array_equal(thr, V.effective_throughput(arr, X))

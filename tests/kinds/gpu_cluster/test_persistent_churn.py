@@ -293,3 +293,82 @@ def test_copies_join_a_group_and_leave_it_in_place() -> None:
     _cold_check(policy, again)
     agnostic = PersistentPolicy(inst, "max_min_fairness", OPTS, agnostic=True)
     assert not agnostic.symmetry and agnostic.num_groups == agnostic.num_jobs
+
+
+def test_result_tables_name_the_changed_jobs() -> None:
+    """The tables' ``job`` column, passed on from round to round (taken on removals,
+    joined on arrivals, kept on updates), is what pandas infers from the changed
+    instance's ids; each round's tables are the frames the constructor builds."""
+    import pandas as pd
+
+    from hetopt.kinds.gpu_cluster import methods as M
+
+    inst = generate(40, "k80=4,p100=4,v100=4", seed=3)
+    extra = generate(10, "k80=4,p100=4,v100=4", seed=8).to_dict()["jobs"]
+    policy = PersistentPolicy(inst, "max_min_fairness", OPTS)
+    policy.solve()
+    for step in range(4):
+        ids = policy.instance.arrays.job_ids
+        policy.remove_jobs(ids[step::9])
+        policy.add_jobs([dict(r, id=f"n{step}-{k}") for k, r in enumerate(extra[:3])])
+        policy.update_jobs([policy.instance.arrays.job_ids[1]], weight=[2.0])
+        policy.update_workers({"v100": 4 + step})
+        warm = policy.solve()
+        arr = policy.instance.arrays
+        names = M.job_names(arr)
+        pd.testing.assert_extension_array_equal(names, M._inferred(list(arr.job_ids)))
+        alloc, jobs = warm.tables["allocation"], warm.tables["jobs"]
+        job, typ = np.nonzero(arr.thr > 0)
+        expected = pd.DataFrame(
+            {
+                "job": np.asarray(arr.job_ids, dtype=object)[job],
+                "worker_type": np.asarray(arr.types, dtype=object)[typ],
+                "fraction": alloc["fraction"].to_numpy(),
+            }
+        )
+        pd.testing.assert_frame_equal(alloc, expected, check_exact=True)
+        assert jobs["job"].tolist() == list(arr.job_ids)
+        cold = hetopt.solve(policy.instance, "max_min_fairness", OPTS)
+        assert jobs.dtypes.to_dict() == cold.tables["jobs"].dtypes.to_dict()
+
+
+@pytest.mark.parametrize("objective", ["max_min_fairness", "makespan"])
+def test_changes_between_solves_in_any_order(objective: str) -> None:
+    """Several removals and arrivals between two solves, in any order (removals of jobs
+    that just arrived too), are written into the instance once, when it is read: the
+    same instance as made one change at a time (ids, arrays, records), the cold optimum;
+    a refused arrival leaves the pending changes as they were."""
+    rng = np.random.default_rng(11)
+    pool = _pool("gavel", 120, 4)
+    d = {"kind": "gpu_cluster", "workers": dict(k80=8, p100=8, v100=8), "jobs": pool[:50]}
+    inst = GpuClusterInstance.from_dict(d)
+    policy = PersistentPolicy(inst, objective, OPTS)
+    policy.solve()
+    jobs = {j["id"]: j for j in pool[:50]}  # the expected instance's records, in order
+    nxt = 50
+    for step in range(6):
+        for _ in range(3):
+            ids = list(jobs)
+            if rng.random() < 0.5:
+                gone = [ids[int(i)] for i in rng.choice(len(ids), 3, replace=False)]
+                policy.remove_jobs(gone)
+                for j in gone:
+                    del jobs[j]
+            else:
+                new = pool[nxt : nxt + 2]
+                nxt += 2
+                policy.add_jobs(new)
+                jobs.update((r["id"], r) for r in new)
+        if step == 2 and objective == "max_min_fairness":
+            bad = dict(pool[nxt], id="heavy", weight=1e12)
+            with pytest.raises(InstanceError):
+                policy.add_jobs([bad])
+        assert policy.num_jobs == len(jobs)
+        expected = GpuClusterInstance.from_dict({**d, "jobs": list(jobs.values())})
+        got = policy.instance
+        assert got.arrays.job_ids == expected.arrays.job_ids == [j.id for j in got.jobs]
+        for name in ("thr", "scale", "weight", "steps", "workers", "allowed"):
+            a, b = getattr(got.arrays, name), getattr(expected.arrays, name)
+            assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), name
+        assert got.to_dict() == expected.to_dict()
+        _cold_check(policy, policy.solve())
