@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,12 +37,13 @@ print("\\n" + json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 
-def _fresh(args: list[str]) -> tuple[int, set[str]]:
-    """Run ``hetopt ARGS`` in a new interpreter: (exit code, modules it imported)."""
+def _python(code: str, arg: Any) -> Any:
+    """Run ``code`` in a new interpreter with ``json.dumps(arg)`` as its argument, from
+    the project root: the JSON on its last line of output."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     proc = subprocess.run(
-        [sys.executable, "-c", _RUN, json.dumps(args)],
+        [sys.executable, "-c", code, json.dumps(arg)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -49,7 +51,12 @@ def _fresh(args: list[str]) -> tuple[int, set[str]]:
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _fresh(args: list[str]) -> tuple[int, set[str]]:
+    """Run ``hetopt ARGS`` in a new interpreter: (exit code, modules it imported)."""
+    out = _python(_RUN, args)
     return out["code"] or 0, set(out["modules"])
 
 
@@ -236,17 +243,6 @@ def test_validate_with_every_objective_imports_no_solver_stack() -> None:
     min_cost, entity weights for water-filling, ...): none of them may pull in the
     solver stack. Every shipped instance under 200 kB x every objective of its kind, in
     one interpreter (an import anywhere is seen by the first pair that makes it)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    proc = subprocess.run(
-        [sys.executable, "-c", _RUN_ALL_VALIDATE, json.dumps(HEAVY)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = _python(_RUN_ALL_VALIDATE, HEAVY)
     assert out["runs"] > 100  # the instances and objectives were all found
     assert out["found"] == []

@@ -27,12 +27,33 @@ def _table() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["job", "worker_type", "fraction"])
 
 
-def _lookup(arr: Any, df: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
-    """The matrix by plain hash lookup (the fast path switched off)."""
+def _plain(arr: Any, df: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
+    """The matrix by plain hash lookup (both fast paths switched off)."""
     mp = pytest.MonkeyPatch()
     with mp.context() as m:
         m.setattr(V, "_job_codes", lambda *a, **k: None)
+        m.setattr(V, "_pair_codes", lambda *a, **k: None)
         return V.allocation_matrix(arr, df)
+
+
+def _tampered(case: str) -> pd.DataFrame:
+    """The methods' table, changed as ``case`` says."""
+    df = _table()
+    if case == "shuffled":
+        df = df.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    elif case == "unknown_job":
+        df.loc[4, "job"] = "nope"
+    elif case == "unknown_type":
+        df.loc[7, "worker_type"] = "a100"
+    elif case == "swapped_types":
+        df.loc[[3, 4], "worker_type"] = df.loc[[4, 3], "worker_type"].to_numpy()
+    elif case == "missing_job":
+        df = df[df["job"] != "j2"].reset_index(drop=True)
+    elif case == "extra":
+        df = pd.concat([df, df.iloc[:1]], ignore_index=True)
+    else:
+        raise ValueError(case)
+    return df
 
 
 def test_fast_path_codes_equal_a_lookup() -> None:
@@ -42,7 +63,7 @@ def test_fast_path_codes_equal_a_lookup() -> None:
     assert codes is not None
     assert codes.tolist() == pd.Index(arr.job_ids).get_indexer(df["job"]).tolist()
     X, problems = V.allocation_matrix(arr, df)
-    X0, problems0 = _lookup(arr, df)
+    X0, problems0 = _plain(arr, df)
     assert problems == problems0 == []
     assert np.array_equal(X, X0)
 
@@ -50,17 +71,9 @@ def test_fast_path_codes_equal_a_lookup() -> None:
 @pytest.mark.parametrize("case", ["shuffled", "unknown_job", "unknown_type", "missing_job"])
 def test_fallback_gives_the_lookup_answer(case: str) -> None:
     arr = GpuClusterInstance.from_dict(DATA).arrays
-    df = _table()
-    if case == "shuffled":
-        df = df.sample(frac=1.0, random_state=3).reset_index(drop=True)
-    elif case == "unknown_job":
-        df.loc[4, "job"] = "nope"
-    elif case == "unknown_type":
-        df.loc[7, "worker_type"] = "a100"
-    else:
-        df = df[df["job"] != "j2"].reset_index(drop=True)
+    df = _tampered(case)
     X, problems = V.allocation_matrix(arr, df)
-    X0, problems0 = _lookup(arr, df)
+    X0, problems0 = _plain(arr, df)
     assert problems == problems0
     assert np.array_equal(X, X0)
     if case != "shuffled":
@@ -68,15 +81,6 @@ def test_fallback_gives_the_lookup_answer(case: str) -> None:
         assert (V._job_codes(arr.job_ids, df["job"]) is None) == (case != "unknown_type")
     else:
         assert V._job_codes(arr.job_ids, df["job"]) is None
-
-
-def _plain(arr: Any, df: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
-    """The matrix by plain hash lookup (both fast paths switched off)."""
-    mp = pytest.MonkeyPatch()
-    with mp.context() as m:
-        m.setattr(V, "_job_codes", lambda *a, **k: None)
-        m.setattr(V, "_pair_codes", lambda *a, **k: None)
-        return V.allocation_matrix(arr, df)
 
 
 def test_pair_codes_equal_a_lookup() -> None:
@@ -99,19 +103,7 @@ def test_pair_codes_equal_a_lookup() -> None:
 )
 def test_pair_codes_fall_back_to_the_lookup(case: str) -> None:
     arr = GpuClusterInstance.from_dict(DATA).arrays
-    df = _table()
-    if case == "shuffled":
-        df = df.sample(frac=1.0, random_state=3).reset_index(drop=True)
-    elif case == "unknown_job":
-        df.loc[4, "job"] = "nope"
-    elif case == "unknown_type":
-        df.loc[7, "worker_type"] = "a100"
-    elif case == "swapped_types":
-        df.loc[[3, 4], "worker_type"] = df.loc[[4, 3], "worker_type"].to_numpy()
-    elif case == "missing_job":
-        df = df[df["job"] != "j2"].reset_index(drop=True)
-    else:
-        df = pd.concat([df, df.iloc[:1]], ignore_index=True)
+    df = _tampered(case)
     assert V._pair_codes(arr, df["job"], df["worker_type"]) is None
     X, problems = V.allocation_matrix(arr, df)
     X0, problems0 = _plain(arr, df)
