@@ -337,6 +337,21 @@ class InstanceBase(BaseModel):
             schema_generator = InstanceJsonSchema
         return super().model_json_schema(by_alias, ref_template, schema_generator, mode, **kwargs)
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Any:
+        """A copy, as pydantic's ``model_copy`` (``update`` is not validated: use
+        :meth:`from_dict` on ``to_dict() | changes`` for a checked instance).
+
+        What the instance computed from its fields and keeps (cached properties such as a
+        kind's numpy ``arrays``) is not carried into a copy whose fields ``update``
+        changes: pydantic copies it with the fields, so a copy with other jobs would
+        otherwise be solved with the old jobs' arrays."""
+        copied = super().model_copy(update=update, deep=deep)
+        if update:
+            keep = set(type(self).model_fields) | set(update)
+            for key in [k for k in copied.__dict__ if k not in keep]:
+                del copied.__dict__[key]
+        return copied
+
     def to_dict(self) -> dict[str, Any]:
         """The instance as a plain dict (round-trips through :meth:`from_dict`)."""
         return self.model_dump(mode="json", exclude_none=True)
