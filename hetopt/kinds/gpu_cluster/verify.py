@@ -89,19 +89,17 @@ def _names(values: list[str]) -> np.ndarray:
 
 
 def _equal_at(names: np.ndarray, at: np.ndarray, values: np.ndarray) -> bool:
-    """``bool((names[at] == values).all())`` (``values``: an object array as long as
-    ``at``). A row whose value is the very object ``names[at]`` holds (a table made by
-    taking the instance's own strings: all its rows) is equal without a comparison: the
-    objects' addresses are compared, vectorised; the other rows are compared as values.
-    Only for names that are all strings (``s == s`` for every ``str``: the shortcut
-    answers as the comparison would); anything else is compared as values."""
+    """Whether every ``values[k]`` equals ``names[at[k]]`` (``values``: an object array
+    as long as ``at``), as Python's containers and pandas's lookup compare: the same
+    object is equal to itself (``PyObject_RichCompareBool``), others by ``==``. A table
+    made by taking the instance's own strings holds the very objects, so the objects'
+    addresses are compared first, vectorised; only the rows that differ are compared as
+    values (for the ids and type names, strings, exactly ``names[at] == values``)."""
     try:
-        if pd.api.types.infer_dtype(names, skipna=False) != "string":
-            raise TypeError
         # (an object array's buffer holds its objects' addresses)
         address = np.frombuffer(np.ascontiguousarray(names), dtype=np.intp)
         same = address.take(at) == np.frombuffer(np.ascontiguousarray(values), dtype=np.intp)
-    except (TypeError, ValueError, BufferError):
+    except (TypeError, ValueError, BufferError):  # pragma: no cover - not object arrays
         return bool((names.take(at) == values).all())
     if same.all():
         return True

@@ -129,8 +129,9 @@ def test_row_sums_are_numpys_bit_for_bit(types: int) -> None:
 
 
 def test_equal_at_answers_as_the_comparison() -> None:
-    """The address shortcut of the id check: equal objects that are not the same object,
-    unequal values, and names that are not all strings give the comparison's answer."""
+    """The address shortcut of the id check: equal objects that are not the same object
+    and unequal values give the comparison's answer; the same object is equal to itself
+    (as a pandas lookup, the reference of the fast paths, finds it)."""
     names = np.asarray([f"j{i}" for i in range(6)], dtype=object)
     at = np.array([0, 0, 1, 2, 5, 5, 3])
     same = names.take(at)
@@ -142,9 +143,11 @@ def test_equal_at_answers_as_the_comparison() -> None:
         tampered = same.copy()
         tampered[k] = bad
         assert not V._equal_at(names, at, tampered)
-    odd = np.asarray([float("nan"), "a"], dtype=object)  # nan == nan is False
-    assert not V._equal_at(odd, np.array([0, 1]), odd.take([0, 1]))
-    assert V._equal_at(odd, np.array([1]), odd.take([1]))
+    nan = float("nan")
+    odd = np.asarray([nan, "a"], dtype=object)
+    assert V._equal_at(odd, np.array([0, 1]), odd.take([0, 1]))  # the same nan object
+    assert pd.Index(odd).get_indexer(odd.take([0, 1])).tolist() == [0, 1]  # as a lookup
+    assert not V._equal_at(odd, np.array([0]), np.asarray([float("nan")], dtype=object))
 
 
 def test_close_is_numpys_isclose() -> None:
