@@ -527,7 +527,7 @@ class HighsModel:
         is_mip = self.compiled.is_mip
         warm = not is_mip and self._solved_once and self._has_basis()
         threads = _claim_scheduler(h, options.threads)
-        key = (default_lp_method, verbose, is_mip, warm, threads, dict(options.highs_options))
+        key = (default_lp_method, verbose, is_mip, warm, threads)  # (options: immutable)
         last = self._applied
         if last is not None and last[0] == key and last[1] == options:
             # the options this run would set are the ones HiGHS holds from the last run

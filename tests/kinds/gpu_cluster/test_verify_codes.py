@@ -112,7 +112,7 @@ def test_pair_codes_fall_back_to_the_lookup(case: str) -> None:
     assert bool(problems) == (case in ("unknown_job", "unknown_type", "missing_job"))
 
 
-@pytest.mark.parametrize("types", [1, 2, 3, 5, 7, 8, 12])
+@pytest.mark.parametrize("types", [1, 2, 3, 4, 5, 6, 7, 8, 9, 12])
 def test_row_sums_are_numpys_bit_for_bit(types: int) -> None:
     """The tables' time shares and throughputs are summed a column at a time: the same
     bits as ``sum(axis=1)`` (values of many magnitudes, zeros, negative zeros)."""
