@@ -189,6 +189,18 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int | np.integer) and not isinstance(v, bool)
 
 
+def _dtypes(df: pd.DataFrame) -> list[Any]:
+    """``df.dtypes.tolist()``: read from the frame's block manager when it has one (the
+    list ``df.dtypes`` wraps in a Series, which cost ~0.1-0.3 ms a table, a sixteenth of
+    a warm 2,000-job ``PersistentPolicy`` round); the public path otherwise."""
+    get = getattr(getattr(df, "_mgr", None), "get_dtypes", None)
+    if get is not None:
+        got = get()
+        if len(got) == len(df.columns):
+            return list(got)
+    return list(df.dtypes.tolist())
+
+
 def check_tables(
     declared: Iterable[Table], tables: Mapping[str, pd.DataFrame], required: bool = True
 ) -> list[str]:
@@ -211,7 +223,7 @@ def check_tables(
         present = set(labels)
         unique = len(present) == len(labels)
         rows = len(df)
-        for col, col_dtype in zip(labels, df.dtypes.tolist(), strict=True):
+        for col, col_dtype in zip(labels, _dtypes(df), strict=True):
             c = t.column(str(col))
             if c is None:
                 problems.append(f"table {name!r}: column {col!r} is not declared")

@@ -14,10 +14,12 @@ a time.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -467,6 +469,8 @@ class HighsModel:
             raise SolveError("HiGHS rejected the model (passModel returned an error)")
         self.transfer_s = time.perf_counter() - t0
         self._solved_once = False
+        self._applied: tuple[tuple[Any, ...], SolveOptions] | None = None
+        """What the options HiGHS holds were set from (:meth:`_apply_options`)."""
 
     @property
     def highs(self) -> Any:
@@ -519,10 +523,20 @@ class HighsModel:
     # ------------------------------------------------------------------ solve
     def _apply_options(self, options: SolveOptions, default_lp_method: str) -> None:
         h = self._h
+        verbose = solver_log.isEnabledFor(logging.INFO)
+        is_mip = self.compiled.is_mip
+        warm = not is_mip and self._solved_once and self._has_basis()
+        threads = _claim_scheduler(h, options.threads)
+        key = (default_lp_method, verbose, is_mip, warm, threads)  # (options: immutable)
+        last = self._applied
+        if last is not None and last[0] == key and last[1] == options:
+            # the options this run would set are the ones HiGHS holds from the last run
+            # (a warm re-solve loop: ~0.15 ms a run of resetOptions and ten settings)
+            return
+        self._applied = None
         # every solve starts from HiGHS's defaults: an option given to one solve (say
         # mip_abs_gap in a Pareto loop) must not leak into the next
         h.resetOptions()
-        verbose = solver_log.isEnabledFor(logging.INFO)
         # console off first: HiGHS prints its banner on stdout when the logging callback
         # starts while it logs to the console (its default after resetOptions), and stdout
         # is for results (``--json``); the log reaches the ``hetopt.solver`` logger through
@@ -535,13 +549,13 @@ class HighsModel:
         _set(h, "time_limit", float(options.time_limit_s) if options.time_limit_s else INF)
         if options.mip_rel_gap is not None:
             _set(h, "mip_rel_gap", float(options.mip_rel_gap))
-        _set_threads(h, options.threads)
+        _set(h, "threads", threads)
         if options.seed is not None:
             _set(h, "random_seed", int(options.seed))
         method = options.lp_method if options.lp_method != "auto" else default_lp_method
-        if self.compiled.is_mip:
+        if is_mip:
             _set(h, "solver", "choose")
-        elif self._solved_once and self._has_basis():
+        elif warm:
             # warm start from the previous basis. Devex pricing: computing exact dual
             # steepest-edge weights for a restarted basis costs one solve per row (2.4 s
             # against 0.45 s at 5,000 Gavel jobs, measured)
@@ -552,6 +566,7 @@ class HighsModel:
             _set(h, "simplex_dual_edge_weight_strategy", -1)
         for name, val in options.highs_options.items():
             _set(h, name, val)
+        self._applied = (key, options)
 
     def _has_basis(self) -> bool:
         try:
@@ -765,23 +780,30 @@ class _Worker:
 
     def __init__(self) -> None:
         self.generation = _scheduler_generation
-        self._jobs: list[Callable[[], None] | None] = []
-        self._ready = threading.Semaphore(0)
+        self._jobs: deque[Callable[[], None] | None] = deque()
+        # raw locks, not a Semaphore/Event (Python-level conditions): ~30 us less a
+        # hand-off, measured. ``_ready`` is held while the queue has nothing new
+        self._ready = threading.Lock()
+        self._ready.acquire()
         self.thread = threading.Thread(target=self._loop, name="highs-run", daemon=True)
         self.thread.start()
 
     def put(self, job: Callable[[], None] | None) -> None:
         """Queue ``job`` (``None``: end the thread once the jobs before it ran)."""
         self._jobs.append(job)
-        self._ready.release()
+        # (released already: the worker runs the whole queue when it wakes)
+        with contextlib.suppress(RuntimeError):
+            self._ready.release()
 
     def _loop(self) -> None:
+        jobs = self._jobs
         while True:
             self._ready.acquire()
-            job = self._jobs.pop(0)
-            if job is None:
-                return
-            job()
+            while jobs:
+                job = jobs.popleft()
+                if job is None:
+                    return
+                job()
 
 
 _worker: _Worker | None = None
@@ -797,7 +819,8 @@ def _run_waiting(h: Any) -> Any:
         return h.run()
     box: list[Any] = []
     failure: list[BaseException] = []
-    done = threading.Event()
+    done = threading.Lock()  # released when the run ended
+    done.acquire()
 
     def target() -> None:
         try:
@@ -805,9 +828,9 @@ def _run_waiting(h: Any) -> Any:
         except BaseException as exc:  # pragma: no cover - HiGHS raised
             failure.append(exc)
         finally:
-            done.set()
+            done.release()
 
-    # (an Event, not Thread.join: a KeyboardInterrupt inside join can leave the thread
+    # (a lock, not Thread.join: a KeyboardInterrupt inside join can leave the thread
     # reported as finished while it still runs)
     worker = _worker
     if worker is None or not worker.thread.is_alive() or worker.generation != _scheduler_generation:
@@ -818,7 +841,7 @@ def _run_waiting(h: Any) -> Any:
     presses = 0
     while True:
         try:
-            if done.wait(0.05):
+            if done.acquire(timeout=0.05):
                 break
         except KeyboardInterrupt:
             presses += 1
@@ -855,6 +878,13 @@ def _set_threads(h: Any, threads: int | None) -> None:
     run and refuses to run with a different count later ("Not Set" / run error), so a
     change of count resets the global scheduler first. More threads than the cores
     available are capped (HiGHS aborts the process when it cannot create them)."""
+    _set(h, "threads", _claim_scheduler(h, threads))
+
+
+def _claim_scheduler(h: Any, threads: int | None) -> int:
+    """The ``threads`` option value for ``threads`` (capped at the cores available),
+    HiGHS's global scheduler reset first when it runs with another count
+    (:func:`_set_threads` without setting the option)."""
     global _scheduler_threads, _scheduler_generation
     want = int(threads) if threads is not None else 0  # 0 = HiGHS decides
     cores = available_cores()
@@ -866,7 +896,7 @@ def _set_threads(h: Any, threads: int | None) -> None:
             h.resetGlobalScheduler(True)
             _scheduler_generation += 1
         _scheduler_threads = want
-    _set(h, "threads", want)
+    return want
 
 
 def _constraint_named(model: pyo.ConcreteModel, message: str) -> Any:

@@ -312,3 +312,21 @@ def test_check_tables_reads_dtypes_once_with_the_same_answers(dtype: Any, rows: 
     undeclared = df.assign(extra=1.0) if rows else df.assign(extra=[])
     for tables in ({"t": df}, {"t": dup}, {"t": undeclared, "u": df}, {}):
         assert check_tables([t], tables) == _check_tables_per_column([t], tables)
+
+
+@pytest.mark.parametrize("rows", [2, 0])
+def test_dtypes_read_from_the_frame_are_its_dtypes(rows: int) -> None:
+    """check_tables reads a frame's dtypes from its block manager: the same list, in
+    column order, as ``df.dtypes`` (many dtypes, a repeated column, no columns)."""
+    from hetopt.contract import _dtypes
+
+    df = pd.DataFrame(
+        {k: pd.Series(v).iloc[:rows].reset_index(drop=True) for k, v in COLUMN_VALUES.items()}
+    )
+    dup = pd.concat([df[["str", "int"]], df[["int"]], df[["float"]]], axis=1)
+    mixed = df.copy()
+    mixed.insert(1, "late", 1.0)  # a block of its own between others
+    for frame in (df, dup, mixed, df[[]], pd.DataFrame()):
+        got = _dtypes(frame)
+        assert got == frame.dtypes.tolist()
+        assert [type(d) for d in got] == [type(d) for d in frame.dtypes.tolist()]

@@ -181,6 +181,58 @@ def test_options_do_not_leak_between_solves() -> None:
     assert opt("time_limit") == float("inf")
 
 
+KEY_OPTIONS = (
+    "time_limit",
+    "threads",
+    "solver",
+    "simplex_dual_edge_weight_strategy",
+    "mip_abs_gap",
+    "mip_rel_gap",
+    "random_seed",
+    "output_flag",
+    "log_to_console",
+    "presolve",
+)
+
+
+def _options(hm: HighsModel) -> dict[str, object]:
+    out = {}
+    for name in KEY_OPTIONS:
+        got = hm.highs.getOptionValue(name)
+        out[name] = got[1] if isinstance(got, tuple) else got
+    return out
+
+
+def test_a_resolve_with_the_same_options_holds_what_setting_them_again_gives() -> None:
+    """A re-solve with the options of the last run sets none again (the fast path); HiGHS
+    then holds exactly the options the full path sets, for a cold and a warm run, and any
+    change (options that differ in one value, a new basis state) takes the full path."""
+    m = lp()
+    m.cap = pyo.Constraint(expr=m.x[0] + m.x[1] <= 3)
+    hm = HighsModel(compile_model(m))
+    gap = {"mip_abs_gap": 0.25}
+    opts = SolveOptions(threads=1, seed=3, time_limit_s=60, highs_options=gap)
+    for step in range(4):
+        hm.solve(opts)
+        applied = hm._applied
+        hm._apply_options(opts, "auto")  # as the next run does
+        assert (hm._applied is applied) == (step > 0)  # the first run was cold: set again
+        fast = _options(hm)
+        hm._applied = None  # the full path, from HiGHS's defaults
+        hm._apply_options(opts, "auto")
+        assert _options(hm) == fast, step
+        assert fast["solver"] == "simplex" and fast["mip_abs_gap"] == 0.25
+        hm.set_row_bounds(m.cap, None, 3.0 + step)
+    gap["mip_abs_gap"] = 0.5  # (SolveOptions holds a copy: opts is unchanged)
+    hm.solve(opts)
+    assert _options(hm)["mip_abs_gap"] == 0.25
+    hm.solve(opts.replace(highs_options=gap))  # equal but for one value: set again
+    assert _options(hm)["mip_abs_gap"] == 0.5
+    hm.solve(SolveOptions(threads=1))
+    assert _options(hm)["mip_abs_gap"] != 0.5 and _options(hm)["time_limit"] == float("inf")
+    assert hm.solve(SolveOptions(threads=1)).objective == pytest.approx(6.0 + 3 * 2.0)
+
+
 # ------------------------------------ HiGHS answers that contradict themselves (MIP start)
 # Found by the multi_resource min_cost property test (brute force: 3.0): HiGHS 1.16 with
 # this greedy MIP start and presolve on ends "Optimal" at 2.0 with the start's point

@@ -216,7 +216,7 @@ def time_share_columns(
     thr_eff = V.effective_throughput(arr, X)
     # (the ids as given when there are none: the constructor's empty column)
     ids = job_names(arr).copy() if arr.num_jobs else list(arr.job_ids)
-    jobs = {"job": ids, "time_share": X.sum(axis=1), "throughput": thr_eff}
+    jobs = {"job": ids, "time_share": V.row_sums(X), "throughput": thr_eff}
     return allocation, jobs, thr_eff
 
 

@@ -162,12 +162,23 @@ def _pass_names(
             set_job_names(new, derived)
 
 
-def _joined(names: Any, ids: list[str]) -> Any | None:
-    """``names`` and the string array of ``ids`` joined (``None`` unless every id is a
-    string: validated ids always are)."""
+def _joined(names: Any, ids: list[str], keep: np.ndarray | None = None) -> Any | None:
+    """``names`` (its rows ``keep``, a boolean mask, if given) and the string array of
+    ``ids`` joined (``None`` unless every id is a string: validated ids always are).
+    pandas's string array holds its strings in an object array: the kept rows and the
+    new strings are joined there in one step (what ``names[keep]`` and
+    ``_concat_same_type`` do in two, each with pandas's checks: ~50 us a round); the
+    public path where the array is not laid out so."""
     values = np.asarray(ids, dtype=object)
     if pd.api.types.infer_dtype(values, skipna=False) != "string":
         return None
+    backing = getattr(names, "_ndarray", None)
+    make = getattr(names, "_from_backing_data", None)
+    if isinstance(backing, np.ndarray) and backing.dtype == object and make is not None:
+        kept = backing if keep is None else backing[keep]
+        return make(np.concatenate([kept, values]))
+    if keep is not None:
+        names = names[keep]
     return type(names)._concat_same_type([names, pd.array(values, dtype=names.dtype)])
 
 
@@ -397,20 +408,22 @@ class PersistentPolicy:
         names: Any = job_names(base)
         if not isinstance(names.dtype, pd.StringDtype):
             names = None  # (an object array of ids, pandas 2: made again)
+        kept_names: np.ndarray | None = None  # the rows of names still to take
         if keep is None:
             ids, jobs = list(base.job_ids), list(inst.jobs)
             thr, scale, weight = [base.thr], [base.scale], [base.weight]
             steps, allowed = [base.steps], [base.allowed]
         else:
             rows = np.flatnonzero(keep)  # (take: a 2-d boolean mask is 4x slower)
-            ids, jobs = list(compress(base.job_ids, keep)), list(compress(inst.jobs, keep))
+            kept = keep.tolist()  # (compress over numpy booleans: 3x slower)
+            ids, jobs = list(compress(base.job_ids, kept)), list(compress(inst.jobs, kept))
             thr, scale, weight = (
                 [base.thr.take(rows, axis=0)],
                 [base.scale[keep]],
                 [base.weight[keep]],
             )
             steps, allowed = [base.steps[keep]], [base.allowed.take(rows, axis=0)]
-            names = None if names is None else names[keep]
+            kept_names = keep  # (applied with the first batch's ids, in one step)
         for batch, add in added:
             ids.extend(add.job_ids)
             jobs.extend(batch)
@@ -420,7 +433,10 @@ class PersistentPolicy:
             steps.append(add.steps)
             allowed.append(add.allowed)
             if names is not None:
-                names = _joined(names, add.job_ids)
+                names = _joined(names, add.job_ids, kept_names)
+                kept_names = None
+        if names is not None and kept_names is not None:  # (removals only)
+            names = names[kept_names]
         arr = ClusterArrays(
             ids,
             base.types,
@@ -566,7 +582,7 @@ class PersistentPolicy:
         renumber = np.cumsum(keep) - 1
         self._group_of = renumber[self._group_of]
         if self.symmetry:
-            self._keys = list(compress(self._keys, keep))
+            self._keys = list(compress(self._keys, keep.tolist()))
             self._key_index = {k: g for g, k in enumerate(self._keys)}
 
     def _retire(self, cols: np.ndarray, rows: np.ndarray) -> None:
@@ -610,8 +626,8 @@ class PersistentPolicy:
             keep_cols[cols] = False
             keep_rows = np.ones(h.getNumRow(), dtype=bool)
             keep_rows[rows] = False
-            col_status = list(compress(basis.col_status, keep_cols))
-            row_status = list(compress(basis.row_status, keep_rows))
+            col_status = list(compress(basis.col_status, keep_cols.tolist()))
+            row_status = list(compress(basis.row_status, keep_rows.tolist()))
         if len(cols):
             h.deleteCols(len(cols), cols)
         if len(rows):

@@ -6,6 +6,7 @@ re-derives everything: time shares, capacities, eligibility and the objective.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -75,13 +76,35 @@ def _pair_codes(
     jobs, types = positive_pairs(arr)
     if len(jobs) != len(job):
         return None
-    ids = np.asarray(arr.job_ids, dtype=object)
-    if not bool((ids[jobs] == job.to_numpy(dtype=object)).all()):
+    if not _equal_at(_names(arr.job_ids), jobs, job.to_numpy(dtype=object)):
         return None
-    names = np.asarray(arr.types, dtype=object)
-    if not bool((names[types] == worker_type.to_numpy(dtype=object)).all()):
+    if not _equal_at(_names(arr.types), types, worker_type.to_numpy(dtype=object)):
         return None
     return jobs, types
+
+
+def _names(values: list[str]) -> np.ndarray:
+    """``values`` (ids or type names) as an object array."""
+    return np.asarray(values, dtype=object)
+
+
+def _equal_at(names: np.ndarray, at: np.ndarray, values: np.ndarray) -> bool:
+    """Whether every ``values[k]`` equals ``names[at[k]]`` (``values``: an object array
+    as long as ``at``), as Python's containers and pandas's lookup compare: the same
+    object is equal to itself (``PyObject_RichCompareBool``), others by ``==``. A table
+    made by taking the instance's own strings holds the very objects, so the objects'
+    addresses are compared first, vectorised; only the rows that differ are compared as
+    values (for the ids and type names, strings, exactly ``names[at] == values``)."""
+    try:
+        # (an object array's buffer holds its objects' addresses)
+        address = np.frombuffer(np.ascontiguousarray(names), dtype=np.intp)
+        same = address.take(at) == np.frombuffer(np.ascontiguousarray(values), dtype=np.intp)
+    except (TypeError, ValueError, BufferError):  # pragma: no cover - not object arrays
+        return bool((names.take(at) == values).all())
+    if same.all():
+        return True
+    rest = np.flatnonzero(~same)
+    return bool((names.take(at[rest]) == values[rest]).all())
 
 
 _PAIRS = "_positive_pairs"
@@ -120,7 +143,7 @@ def _job_codes(job_ids: Any, column: pd.Series) -> np.ndarray | None:
     start[0] = True
     np.not_equal(values[1:], values[:-1], out=start[1:])
     codes = np.cumsum(start, dtype=np.int64) - 1
-    if codes[-1] != len(ids) - 1 or not bool((ids[codes] == values).all()):
+    if codes[-1] != len(ids) - 1 or not _equal_at(ids, codes, values):
         return None
     return codes
 
@@ -146,7 +169,7 @@ def check_allocation(
         problems.append(
             f"negative fraction {X[i, t]:.3g} for job {arr.job_ids[i]} on {arr.types[t]}"
         )
-    share = X.sum(axis=1)
+    share = row_sums(X)
     if extra_share is not None:
         share = share + extra_share
     over = share > 1 + REL_TOL
@@ -174,7 +197,21 @@ def check_allocation(
 
 
 def effective_throughput(arr: ClusterArrays, X: np.ndarray) -> np.ndarray:
-    return (arr.thr * np.clip(X, 0, None)).sum(axis=1)
+    return row_sums(arr.thr * np.clip(X, 0, None))
+
+
+def row_sums(M: np.ndarray) -> np.ndarray:
+    """``M.sum(axis=1)`` of a 2-d float array, bit for bit: with fewer than 8 columns
+    numpy adds a row's entries one after the other to 0.0, and so does this, a column at a time
+    (a reduction over a short axis costs ~20 ns an entry, the column adds a tenth:
+    tests/kinds/gpu_cluster/test_verify_codes.py compares the two)."""
+    n, T = M.shape
+    if T == 0 or T >= 8 or M.dtype != np.float64:
+        return M.sum(axis=1)
+    out = np.zeros(n)  # (from 0.0, as numpy: a row of -0.0 sums to 0.0)
+    for t in range(T):
+        out += M[:, t]
+    return out
 
 
 def max_min_value(arr: ClusterArrays, X: np.ndarray, extra_thr: np.ndarray | None = None) -> float:
@@ -402,11 +439,20 @@ def verify(
         value = recompute(instance, X, pair_thr, jobs, problems, checks)
     if value is not None:
         checks.append("objective")
-        if objective_value is None or not np.isclose(value, objective_value, rtol=1e-5, atol=1e-9):
+        if objective_value is None or not _close(value, objective_value, 1e-5, 1e-9):
             problems.append(f"objective recomputed as {value:.9g}, result says {objective_value}")
     return Verification(
         ok=not problems, objective_value=value, violations=tuple(problems), checks=tuple(checks)
     )
+
+
+def _close(a: float, b: float, rtol: float, atol: float) -> bool:
+    """``np.isclose(a, b, rtol=rtol, atol=atol)`` of two numbers (its formula for finite
+    ones, ``|a - b| <= atol + rtol * |b|``, without numpy's array set-up: ~20 us)."""
+    a, b = float(a), float(b)
+    if math.isfinite(a) and math.isfinite(b):
+        return abs(a - b) <= atol + rtol * abs(b)
+    return bool(np.isclose(a, b, rtol=rtol, atol=atol))
 
 
 # ------------------------------------------------------------------ elastic (Lyra)

@@ -372,3 +372,32 @@ def test_changes_between_solves_in_any_order(objective: str) -> None:
             assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), name
         assert got.to_dict() == expected.to_dict()
         _cold_check(policy, policy.solve())
+
+
+def test_job_names_after_removals_only_and_several_batches() -> None:
+    """The ``job`` column passed on is what pandas infers from the ids when a round only
+    removes jobs, and when it removes jobs and adds several batches."""
+    import pandas as pd
+
+    from hetopt.kinds.gpu_cluster import methods as M
+
+    inst = generate(30, "k80=4,p100=4,v100=4", seed=5)
+    extra = generate(6, "k80=4,p100=4,v100=4", seed=9).to_dict()["jobs"]
+    policy = PersistentPolicy(inst, "max_min_fairness", OPTS)
+    policy.solve()
+    rounds = [
+        ([0, 7], []),
+        ([3], [extra[:2], extra[2:3]]),
+        ([], [extra[3:5]]),
+        ([1, 2, 4], [extra[5:]]),
+    ]
+    for step, (gone, batches) in enumerate(rounds):
+        ids = policy.instance.arrays.job_ids
+        policy.remove_jobs([ids[i] for i in gone])
+        for b, batch in enumerate(batches):
+            policy.add_jobs([dict(r, id=f"m{step}-{b}-{k}") for k, r in enumerate(batch)])
+        warm = policy.solve()
+        arr = policy.instance.arrays
+        pd.testing.assert_extension_array_equal(M.job_names(arr), M._inferred(list(arr.job_ids)))
+        assert warm.tables["jobs"]["job"].tolist() == list(arr.job_ids)
+        _cold_check(policy, warm)

@@ -110,3 +110,49 @@ def test_pair_codes_fall_back_to_the_lookup(case: str) -> None:
     assert problems == problems0
     assert np.array_equal(X, X0)
     assert bool(problems) == (case in ("unknown_job", "unknown_type", "missing_job"))
+
+
+@pytest.mark.parametrize("types", [1, 2, 3, 4, 5, 6, 7, 8, 9, 12])
+def test_row_sums_are_numpys_bit_for_bit(types: int) -> None:
+    """The tables' time shares and throughputs are summed a column at a time: the same
+    bits as ``sum(axis=1)`` (values of many magnitudes, zeros, negative zeros)."""
+    rng = np.random.default_rng(types)
+    M = rng.random((500, types)) * rng.choice([1e-9, 1e-3, 1.0, 1e5], size=(500, types))
+    M[rng.random(M.shape) < 0.3] = 0.0
+    M[rng.random(M.shape) < 0.1] = -0.0
+    M[:3] = -0.0  # rows of negative zeros only
+    M[3, 0] = 1e300
+    M[4] = np.nan
+    got = V.row_sums(M)
+    assert got.tobytes() == M.sum(axis=1).tobytes()
+    assert V.row_sums(M[:0]).shape == (0,)
+
+
+def test_equal_at_answers_as_the_comparison() -> None:
+    """The address shortcut of the id check: equal objects that are not the same object
+    and unequal values give the comparison's answer; the same object is equal to itself
+    (as a pandas lookup, the reference of the fast paths, finds it)."""
+    names = np.asarray([f"j{i}" for i in range(6)], dtype=object)
+    at = np.array([0, 0, 1, 2, 5, 5, 3])
+    same = names.take(at)
+    assert V._equal_at(names, at, same)
+    copies = np.asarray(["".join(v) for v in same], dtype=object)  # equal, not identical
+    assert all(c is not v for c, v in zip(copies, same, strict=True))
+    assert V._equal_at(names, at, copies)
+    for k, bad in ((3, "j9"), (6, None), (0, float("nan"))):
+        tampered = same.copy()
+        tampered[k] = bad
+        assert not V._equal_at(names, at, tampered)
+    nan = float("nan")
+    odd = np.asarray([nan, "a"], dtype=object)
+    assert V._equal_at(odd, np.array([0, 1]), odd.take([0, 1]))  # the same nan object
+    assert pd.Index(odd).get_indexer(odd.take([0, 1])).tolist() == [0, 1]  # as a lookup
+    assert not V._equal_at(odd, np.array([0]), np.asarray([float("nan")], dtype=object))
+
+
+def test_close_is_numpys_isclose() -> None:
+    values = [0.0, -0.0, 1.0, 1.0 + 1e-6, 1.0 + 2e-5, -1.0, 1e-10, 3e-9, 1e300, float("inf")]
+    values += [-float("inf"), float("nan")]
+    for a in values:
+        for b in values:
+            assert V._close(a, b, 1e-5, 1e-9) == bool(np.isclose(a, b, rtol=1e-5, atol=1e-9))
