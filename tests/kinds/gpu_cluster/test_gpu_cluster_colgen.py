@@ -182,6 +182,39 @@ def test_bottleneck_fill_is_feasible_and_reaches_the_bound() -> None:
     assert seen == {True, False}
 
 
+def test_bottleneck_fill_declines_at_once_only_where_the_greedy_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The quick test of too few GPUs (:func:`colgen._too_few_gpus`) changes no answer:
+    with it and without it the fill is the same array, or ``None`` for both, on
+    capacities from far too few to plenty (and at the edge where it starts to fill)."""
+    import numpy as np
+
+    from hetopt.kinds.gpu_cluster import formulations as F
+
+    declined_early = 0
+    for seed in range(4):
+        inst = _eight_types(200, seed)
+        lp = F.max_min_lp(inst.arrays)
+        p = colgen.Pricing.of(lp)
+        n, T = lp.num_rows, len(lp.capacity)
+        z_ub = colgen.z_upper_of(p, n, None)
+        for factor in (0.01, 0.2, 0.5, 0.7, 0.9, 1.0, 1.1, 1.5, 3.0):
+            cap = np.asarray(lp.capacity, dtype=float) * factor
+            with monkeypatch.context() as m:
+                m.setattr(colgen, "_too_few_gpus", lambda gpus, capacity: False)
+                slow = colgen.bottleneck_fill(p, n, T, cap, z_ub)
+            fast = colgen.bottleneck_fill(p, n, T, cap, z_ub)
+            assert (slow is None) == (fast is None)
+            if fast is not None:
+                assert np.array_equal(slow, fast)
+            ok = p.coef >= z_ub
+            gpus = np.full((n, T), np.inf)
+            gpus[p.row[ok], p.type[ok]] = p.usage[ok] * z_ub / p.coef[ok]
+            declined_early += colgen._too_few_gpus(gpus, cap)
+    assert declined_early > 0
+
+
 @pytest.mark.parametrize("objective", ["max_min_fairness", "makespan"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_price_directed_reduced_lp_equals_monolithic(
