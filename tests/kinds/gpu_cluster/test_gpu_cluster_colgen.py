@@ -215,6 +215,59 @@ def test_bottleneck_fill_declines_at_once_only_where_the_greedy_fails(
     assert declined_early > 0
 
 
+def _ways_reference(d: colgen.Dense, w, z: float):  # type: ignore[no-untyped-def]
+    """Each row's cheapest way, a loop over the type pairs (as :meth:`Ways.at` was)."""
+    import numpy as np
+
+    n, T = d.coef.shape
+    price = np.where(d.has, w[None, :] * d.usage, np.inf)
+    best, second = np.full(n, np.inf), np.full(n, np.inf)
+    a, b = np.full(n, -1), np.full(n, -1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for tb in range(T):
+            ok_b = d.has[:, tb] & (d.coef[:, tb] >= z)
+            cb = d.coef[:, tb]
+            ways = [(-1, np.where(ok_b, z / cb * price[:, tb], np.inf))]
+            for ta in range(T):
+                if ta == tb:
+                    continue
+                ca = d.coef[:, ta]
+                ok = ok_b & d.has[:, ta] & (ca < z)
+                val = price[:, ta] + (price[:, tb] - price[:, ta]) * (z - ca) / (cb - ca)
+                ways.append((ta, np.where(ok, val, np.inf)))
+            for ta, val in ways:
+                better = val < best
+                second = np.where(better, best, np.minimum(second, val))
+                a, b = np.where(better, ta, a), np.where(better, tb, b)
+                best = np.where(better, val, best)
+    return a, b, best, second
+
+
+def test_ways_in_blocks_equal_the_loop_over_type_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The blocked candidates of :meth:`colgen.Ways.at` give the loop's ways exactly:
+    types, cost and next cost of every row, ties to the first in the loop's order, rows
+    with no way (``-1``), missing pairs, equal coefficients, blocks that do not divide
+    the rows."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    monkeypatch.setattr(colgen, "WAYS_BLOCK", 7)
+    for trial in range(40):
+        n, T = int(rng.integers(1, 40)), int(rng.integers(1, 6))
+        coef = rng.choice([0.5, 1.0, 1.5, 2.0, 3.0], size=(n, T)) * rng.choice([1.0, 1.3])
+        has = rng.random((n, T)) < 0.8
+        usage = rng.choice([1.0, 2.0, 4.0], size=(n, T))
+        pair = np.where(has, np.arange(n * T).reshape(n, T), -1)
+        d = colgen.Dense(np.where(has, coef, 0.0), np.where(has, usage, 0.0), has, pair)
+        w = rng.choice([0.0, 0.25, 1.0, 2.0], size=T) if trial % 2 else rng.random(T)
+        z = float(rng.choice([0.7, 1.0, 1.5, 2.2, 5.0]))
+        got = colgen.Ways.at(d, w, z)
+        want = _ways_reference(d, w, z)
+        for x, y in zip((got.a, got.b, got.cost, got.second), want, strict=True):
+            assert x.dtype == y.dtype
+            assert np.array_equal(x, y)
+
+
 @pytest.mark.parametrize("objective", ["max_min_fairness", "makespan"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_price_directed_reduced_lp_equals_monolithic(
