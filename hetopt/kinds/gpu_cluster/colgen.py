@@ -232,7 +232,7 @@ def bottleneck_fill(
         return None
     gpus = np.full((n, T), np.inf)
     k_ok = np.nonzero(p.coef >= z)[0]
-    gpus[p.row[k_ok], p.type[k_ok]] = p.usage[k_ok] * z / p.coef[k_ok]
+    gpus.reshape(-1)[p.row[k_ok] * T + p.type[k_ok]] = p.usage[k_ok] * z / p.coef[k_ok]
     if _too_few_gpus(gpus, capacity):
         return None
     pair = np.full((n, T), -1, dtype=np.int64)
@@ -285,7 +285,7 @@ def _too_few_gpus(gpus: np.ndarray, capacity: np.ndarray) -> bool:
     no type, or those GPUs exceed all the GPUs, no fill within the capacities exists (the
     greedy's fails after a dozen rounds: 25 ms at 20,000 x 8, measured). ``1e-9``: far
     above the rounding of the greedy's sums, so it never declines a fill the greedy finds."""
-    least = gpus.min(axis=1)
+    least = F.row_min(gpus)
     return not np.isfinite(least).all() or float(least.sum()) > float(np.sum(capacity)) * (1 + 1e-9)
 
 
@@ -347,7 +347,7 @@ def solve_by_columns(
             return Outcome(None, {}, info, run.status, run.termination, None, None)
         x = np.where(np.abs(run.x) < 1e-10, 0.0, run.x)
         Xr = np.zeros((n, T))
-        Xr[pricing.row, pricing.type] = x
+        Xr.reshape(-1)[pricing.row * T + pricing.type] = x
         X = Xr if group_of is None else Xr[group_of]
         allocation, jobs, thr_eff = time_share_tables(arr, X)
         scale = lp.scale
@@ -699,7 +699,7 @@ def _by_prices(
             price_b = w[gb] * sbg
             lam[g] = np.where(one, price_b / cbg, (price_b - w[gaa] * sag) / span)
             gain = np.where(d.has, lam[:, None] * d.coef - w[None, :] * d.usage, -np.inf)
-            u = np.maximum(gain.max(axis=1), 0.0)
+            u = np.maximum(F.row_max(gain), 0.0)
             bound, _ = certificate(p, lay, np.r_[u, w, -lam], capacity, z_ub)
             if bound - z <= GAP_TOL * max(abs(z), 1e-12):
                 x = np.zeros(len(p))

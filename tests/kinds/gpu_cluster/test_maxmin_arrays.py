@@ -374,3 +374,19 @@ def test_large_max_min_lps_stay_on_interior_point() -> None:
     res = hetopt.solve(inst, "max_min_fairness", SolveOptions(threads=1), symmetry=False)
     assert inst.arrays.num_jobs > MaxMinFairness.simplex_max_rows
     assert res.info["lp_method"] == "ipm"
+
+
+def test_row_max_and_min_equal_numpy() -> None:
+    """One type at a time, the same values as ``max``/``min`` over the last axis
+    (``NaN`` propagated, infinities kept), without writing into the input."""
+    rng = np.random.default_rng(4)
+    for shape in ((0, 3), (1, 1), (7, 1), (50, 8), (3, 20)):
+        a = rng.normal(size=shape)
+        a[rng.random(shape) < 0.1] = np.inf
+        a[rng.random(shape) < 0.1] = -np.inf
+        if shape[0] > 2:
+            a[1, 0] = np.nan
+        before = a.copy()
+        np.testing.assert_array_equal(F.row_max(a), a.max(axis=1))
+        np.testing.assert_array_equal(F.row_min(a), a.min(axis=1))
+        np.testing.assert_array_equal(a, before)
