@@ -594,11 +594,16 @@ def _reduced(
     pk = pk[pk >= 0]
     k = len(pk)
     r = local[p.row[pk]]
-    rows = np.concatenate([r, m + p.type[pk], m + T + r, m + np.arange(T), m + T + np.arange(m)])
-    cols = np.concatenate([*(1 + np.arange(k),) * 3, np.zeros(T + m, dtype=np.int64)])
-    vals = np.concatenate([np.ones(k), p.usage[pk], p.coef[pk], z_column, -np.ones(m)])
-    A = sp.csc_array((vals, (rows, cols)), shape=(2 * m + T, k + 1))
-    A.sum_duplicates()
+    # CSC, each column's rows ascending: z (capacity rows, then value rows), then every
+    # pair (its time row, its type's capacity row, its value row); no entry twice
+    indices = np.concatenate(
+        [m + np.arange(T + m), np.stack([r, m + p.type[pk], m + T + r], axis=1).ravel()]
+    )
+    data = np.concatenate(
+        [z_column, -np.ones(m), np.stack([np.ones(k), p.usage[pk], p.coef[pk]], axis=1).ravel()]
+    )
+    indptr = np.r_[0, T + m + 3 * np.arange(k + 1)]
+    A = sp.csc_array((data, indices, indptr), shape=(2 * m + T, k + 1))
     c = np.zeros(k + 1)
     c[0] = 1.0
     compiled = CompiledModel(

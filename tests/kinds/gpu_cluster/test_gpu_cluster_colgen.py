@@ -268,6 +268,47 @@ def test_ways_in_blocks_equal_the_loop_over_type_pairs(monkeypatch: pytest.Monke
             assert np.array_equal(x, y)
 
 
+def test_reduced_lp_matrix_equals_its_triplets() -> None:
+    """The reduced LP's CSC matrix, laid out column by column, is the matrix of its
+    (row, column, value) triplets (as scipy assembles them), explicit zeros included."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from hetopt.kinds.gpu_cluster import formulations as F
+
+    inst = _eight_types(120, 3)
+    data = inst.to_dict()
+    data["jobs"][5]["throughput"].pop("g3")  # a missing pair
+    inst = GpuClusterInstance.from_dict(data)
+    lp = F.max_min_lp(inst.arrays)
+    p = colgen.Pricing.of(lp)
+    n, T = lp.num_rows, len(lp.capacity)
+    d = colgen.Dense.of(p, n, T)
+    rng = np.random.default_rng(0)
+    for keep, z_column in (
+        (np.sort(rng.choice(n, 30, replace=False)), np.zeros(T)),
+        (np.arange(n), rng.random(T)),
+        (np.array([5]), np.r_[0.0, rng.random(T - 1)]),
+    ):
+        got = colgen._reduced(p, d, keep, lp.capacity, z_column, (0.0, 1.0))[0].A
+        m = len(keep)
+        local = np.full(n, -1)
+        local[keep] = np.arange(m)
+        pk = d.pair[keep].ravel()
+        pk = pk[pk >= 0]
+        k, r = len(pk), local[p.row[pk]]
+        rows = np.concatenate(
+            [r, m + p.type[pk], m + T + r, m + np.arange(T), m + T + np.arange(m)]
+        )
+        cols = np.concatenate([*(1 + np.arange(k),) * 3, np.zeros(T + m, dtype=np.int64)])
+        vals = np.concatenate([np.ones(k), p.usage[pk], p.coef[pk], z_column, -np.ones(m)])
+        want = sp.csc_array((vals, (rows, cols)), shape=(2 * m + T, k + 1))
+        want.sum_duplicates()
+        assert got.shape == want.shape
+        for a, b in ((got.indptr, want.indptr), (got.indices, want.indices), (got.data, want.data)):
+            assert np.array_equal(a, b)
+
+
 @pytest.mark.parametrize("objective", ["max_min_fairness", "makespan"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_price_directed_reduced_lp_equals_monolithic(
