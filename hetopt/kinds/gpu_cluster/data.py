@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -22,7 +22,15 @@ from ...instance import InstanceBase, fail
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off inside the block (unless it already was;
-    as Pyomo's ``PauseGC`` while it builds models)."""
+    as Pyomo's ``PauseGC`` while it builds models).
+
+    On the way out the objects the block allocated (and any other young ones) join the
+    oldest generation, as ``gc.freeze()`` then ``gc.unfreeze()`` move them, instead of
+    being traversed by the young collection the next allocation would start: at 20,000
+    jobs that collection took 25 ms and found nothing (the instance's records are all
+    kept; measured). Skipped when objects are frozen already (``gc.get_freeze_count()``:
+    a caller's frozen objects stay frozen). What a later full collection does is
+    unchanged; the block's young garbage, if any, waits for that collection."""
     enabled = gc.isenabled()
     if enabled:
         gc.disable()
@@ -30,6 +38,9 @@ def _gc_paused() -> Iterator[None]:
         yield
     finally:
         if enabled:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
@@ -262,12 +273,14 @@ class GpuClusterInstance(InstanceBase):
         thrs = [t for t in [job.throughput for job in jobs] if t is not None]
         if len(thrs) != len(jobs):
             return False
-        if not set().union(*thrs) <= self.workers.keys():
-            return False
+        types = list(self.workers)
+        thr = _aligned_matrix(thrs, types)  # (every job names exactly the types, in order)
+        if thr is None:
+            if not set().union(*thrs) <= self.workers.keys():
+                return False
+            thr = _throughput_matrix(thrs, types)
         # runnable: a positive throughput on a type with at least scale_factor GPUs
         # (throughputs are validated >= 0, a type a job omits is 0 in the matrix)
-        types = list(self.workers)
-        thr = _throughput_matrix(thrs, types)
         scale = np.array([job.scale_factor for job in jobs], dtype=float)
         room = np.array([cap[t] for t in types], dtype=float)
         if not ((thr > 0) & (scale[:, None] <= room[None, :])).any(axis=1).all():
@@ -457,6 +470,9 @@ def _check_loaned_servers(inst: GpuClusterInstance, job_pos: dict[str, int]) -> 
 def _throughput_matrix(thrs: list[dict[str, float]], types: list[str]) -> np.ndarray:
     """Jobs x ``types`` (C order) from each job's ``throughput`` dict (0 where a job
     names no throughput; every name a dict uses must be one of ``types``)."""
+    aligned = _aligned_matrix(thrs, types)
+    if aligned is not None:
+        return aligned
     n, T = len(thrs), len(types)
     if T <= 16:
         # a column per type (5x faster than an assignment per entry)
@@ -470,6 +486,24 @@ def _throughput_matrix(thrs: list[dict[str, float]], types: list[str]) -> np.nda
         for t, v in d.items():
             out[i, col[t]] = v
     return out
+
+
+def _aligned_matrix(thrs: list[dict[str, float]], types: list[str]) -> np.ndarray | None:
+    """:func:`_throughput_matrix` when every dict names exactly ``types`` in that order
+    (as generators and exporters write them), read off the dicts' values in one pass (9
+    ms against 22 ms at 20,000 x 8, measured); ``None`` otherwise.
+
+    The dicts' keys in sequence equal ``types`` repeated once per dict only then: no dict
+    repeats a key, so none holds more than ``len(types)`` of them, and the total says
+    each holds that many."""
+    n, T = len(thrs), len(types)
+    if n == 0 or T == 0:
+        return None
+    keys = list(chain.from_iterable(thrs))
+    if len(keys) != n * T or keys != types * n:
+        return None
+    values = np.fromiter(chain.from_iterable(map(dict.values, thrs)), float, count=n * T)
+    return values.reshape(n, T)
 
 
 @dataclass(frozen=True, eq=False)

@@ -413,11 +413,12 @@ class ColumnsRun(OneLP):
     objective_name = "max_min_fairness"
 
     def run(self, session: Session, instance: GpuClusterInstance, params: Any) -> Outcome:
-        if not self.by_columns(instance, params):
+        wanted, groups = self._columns_plan(instance, params)
+        if not wanted:
             return super().run(session, instance, params)
         from .colgen import solve_by_columns
 
-        outcome = solve_by_columns(session, instance, params, self.objective_name)
+        outcome = solve_by_columns(session, instance, params, self.objective_name, groups)
         opts = session.options
         if not outcome.details.get("bottleneck_fill"):  # (else no LP was solved)
             outcome.details["lp_method"] = (
@@ -437,21 +438,31 @@ class ColumnsRun(OneLP):
     @classmethod
     def by_columns(cls, instance: GpuClusterInstance, params: Any) -> bool:
         """Column generation: asked for, or ``auto`` and the LP is large (never agnostic)."""
+        return cls._columns_plan(instance, params)[0]
+
+    @classmethod
+    def _columns_plan(
+        cls, instance: GpuClusterInstance, params: Any
+    ) -> tuple[bool, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+        """:meth:`by_columns`, and the symmetry groups (:func:`.formulations.job_groups`)
+        when deciding it computed them (column generation then uses them: one grouping
+        of 20,000 jobs, not two)."""
         if params.agnostic or params.lp_strategy == "monolithic":
-            return False
+            return False, None
         if params.lp_strategy == "column_generation":
-            return True
+            return True, None
         from .colgen import AUTO_MIN_PAIRS, wants_columns
 
         arr = instance.arrays
         pairs = int(arr.allowed.sum())
         if pairs < AUTO_MIN_PAIRS:
-            return False
+            return False, None
         if params.symmetry:
-            _, reps, _ = F.job_groups(arr, cls.objective_name == "makespan")
+            groups = F.job_groups(arr, cls.objective_name == "makespan")
+            reps = groups[1]
             pairs = int(arr.allowed[reps].sum())
-            return wants_columns(pairs, len(reps))
-        return wants_columns(pairs, arr.num_jobs)
+            return wants_columns(pairs, len(reps)), groups
+        return wants_columns(pairs, arr.num_jobs), None
 
 
 class MaxMinFairness(MaxMinRead, ColumnsRun):

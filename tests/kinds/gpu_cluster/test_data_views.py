@@ -76,3 +76,62 @@ def test_kept_columns_belong_to_one_instance() -> None:
     e = d.model_copy(update={"workers": other})
     assert e.arrays.workers.tolist() == [float(n) for n in other.values()]
     assert np.array_equal(e.arrays.thr, d.arrays.thr)
+
+
+def _matrix_reference(thrs: list[dict[str, float]], types: list[str]) -> np.ndarray:
+    out = np.zeros((len(thrs), len(types)))
+    for i, d in enumerate(thrs):
+        for k, t in enumerate(types):
+            out[i, k] = d.get(t, 0.0)
+    return out
+
+
+def test_throughput_matrix_read_off_aligned_dicts_equals_the_lookup() -> None:
+    """Dicts that name every type in order are read off their values; any other (a
+    type missing, another order, a name not in ``types``, one dict short and the next
+    long) takes the lookup; the matrix is the same."""
+    from hetopt.kinds.gpu_cluster.data import _aligned_matrix, _throughput_matrix
+
+    types = ["a", "b", "c"]
+    aligned = [{"a": 1.0, "b": 2.5, "c": 0.0}, {"a": 3, "b": 0.5, "c": 7.0}]
+    others = [
+        [{"a": 1.0, "b": 2.0}, {"a": 1.0, "b": 2.0, "c": 3.0}],
+        [{"b": 2.0, "a": 1.0, "c": 3.0}, {"a": 1.0, "b": 2.0, "c": 3.0}],
+        [{"a": 1.0, "b": 2.0, "x": 3.0}, {"a": 1.0, "b": 2.0, "c": 3.0}],
+        [{"a": 1.0, "b": 2.0}, {"c": 3.0, "a": 1.0, "b": 2.0, "d": 1.0}],
+        [{}, {}],
+    ]
+    got = _aligned_matrix(aligned, types)
+    assert got is not None and got.flags.c_contiguous and got.dtype == float
+    assert np.array_equal(got, _matrix_reference(aligned, types))
+    assert np.array_equal(_throughput_matrix(aligned, types), got)
+    for thrs in others:
+        assert _aligned_matrix(thrs, types) is None
+        if all(set(d) <= set(types) for d in thrs):
+            assert np.array_equal(_throughput_matrix(thrs, types), _matrix_reference(thrs, types))
+    assert _aligned_matrix([], types) is None
+
+
+def test_validation_leaves_the_collector_as_it_found_it() -> None:
+    """from_dict pauses the cyclic collector and hands its young objects to the oldest
+    generation on the way out: enabled again afterwards (and still disabled if it was),
+    nothing left frozen, a caller's frozen objects left frozen."""
+    import gc
+
+    data = _cases()[0]
+    assert gc.isenabled()
+    GpuClusterInstance.from_dict(data)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        GpuClusterInstance.from_dict(data)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    gc.freeze()
+    try:
+        assert gc.get_freeze_count() > 0
+        GpuClusterInstance.from_dict(data)
+        assert gc.get_freeze_count() > 0 and gc.isenabled()  # (unfrozen: 0)
+    finally:
+        gc.unfreeze()

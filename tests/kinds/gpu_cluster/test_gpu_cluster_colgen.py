@@ -182,6 +182,133 @@ def test_bottleneck_fill_is_feasible_and_reaches_the_bound() -> None:
     assert seen == {True, False}
 
 
+def test_bottleneck_fill_declines_at_once_only_where_the_greedy_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The quick test of too few GPUs (:func:`colgen._too_few_gpus`) changes no answer:
+    with it and without it the fill is the same array, or ``None`` for both, on
+    capacities from far too few to plenty (and at the edge where it starts to fill)."""
+    import numpy as np
+
+    from hetopt.kinds.gpu_cluster import formulations as F
+
+    declined_early = 0
+    for seed in range(4):
+        inst = _eight_types(200, seed)
+        lp = F.max_min_lp(inst.arrays)
+        p = colgen.Pricing.of(lp)
+        n, T = lp.num_rows, len(lp.capacity)
+        z_ub = colgen.z_upper_of(p, n, None)
+        for factor in (0.01, 0.2, 0.5, 0.7, 0.9, 1.0, 1.1, 1.5, 3.0):
+            cap = np.asarray(lp.capacity, dtype=float) * factor
+            with monkeypatch.context() as m:
+                m.setattr(colgen, "_too_few_gpus", lambda gpus, capacity: False)
+                slow = colgen.bottleneck_fill(p, n, T, cap, z_ub)
+            fast = colgen.bottleneck_fill(p, n, T, cap, z_ub)
+            assert (slow is None) == (fast is None)
+            if fast is not None:
+                assert np.array_equal(slow, fast)
+            ok = p.coef >= z_ub
+            gpus = np.full((n, T), np.inf)
+            gpus[p.row[ok], p.type[ok]] = p.usage[ok] * z_ub / p.coef[ok]
+            declined_early += colgen._too_few_gpus(gpus, cap)
+    assert declined_early > 0
+
+
+def _ways_reference(d: colgen.Dense, w, z: float):  # type: ignore[no-untyped-def]
+    """Each row's cheapest way, a loop over the type pairs (as :meth:`Ways.at` was)."""
+    import numpy as np
+
+    n, T = d.coef.shape
+    price = np.where(d.has, w[None, :] * d.usage, np.inf)
+    best, second = np.full(n, np.inf), np.full(n, np.inf)
+    a, b = np.full(n, -1), np.full(n, -1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for tb in range(T):
+            ok_b = d.has[:, tb] & (d.coef[:, tb] >= z)
+            cb = d.coef[:, tb]
+            ways = [(-1, np.where(ok_b, z / cb * price[:, tb], np.inf))]
+            for ta in range(T):
+                if ta == tb:
+                    continue
+                ca = d.coef[:, ta]
+                ok = ok_b & d.has[:, ta] & (ca < z)
+                val = price[:, ta] + (price[:, tb] - price[:, ta]) * (z - ca) / (cb - ca)
+                ways.append((ta, np.where(ok, val, np.inf)))
+            for ta, val in ways:
+                better = val < best
+                second = np.where(better, best, np.minimum(second, val))
+                a, b = np.where(better, ta, a), np.where(better, tb, b)
+                best = np.where(better, val, best)
+    return a, b, best, second
+
+
+def test_ways_in_blocks_equal_the_loop_over_type_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The blocked candidates of :meth:`colgen.Ways.at` give the loop's ways exactly:
+    types, cost and next cost of every row, ties to the first in the loop's order, rows
+    with no way (``-1``), missing pairs, equal coefficients, blocks that do not divide
+    the rows."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    monkeypatch.setattr(colgen, "WAYS_BLOCK", 7)
+    for trial in range(40):
+        n, T = int(rng.integers(1, 40)), int(rng.integers(1, 6))
+        coef = rng.choice([0.5, 1.0, 1.5, 2.0, 3.0], size=(n, T)) * rng.choice([1.0, 1.3])
+        has = rng.random((n, T)) < 0.8
+        usage = rng.choice([1.0, 2.0, 4.0], size=(n, T))
+        pair = np.where(has, np.arange(n * T).reshape(n, T), -1)
+        d = colgen.Dense(np.where(has, coef, 0.0), np.where(has, usage, 0.0), has, pair)
+        w = rng.choice([0.0, 0.25, 1.0, 2.0], size=T) if trial % 2 else rng.random(T)
+        z = float(rng.choice([0.7, 1.0, 1.5, 2.2, 5.0]))
+        got = colgen.Ways.at(d, w, z)
+        want = _ways_reference(d, w, z)
+        for x, y in zip((got.a, got.b, got.cost, got.second), want, strict=True):
+            assert x.dtype == y.dtype
+            assert np.array_equal(x, y)
+
+
+def test_reduced_lp_matrix_equals_its_triplets() -> None:
+    """The reduced LP's CSC matrix, laid out column by column, is the matrix of its
+    (row, column, value) triplets (as scipy assembles them), explicit zeros included."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from hetopt.kinds.gpu_cluster import formulations as F
+
+    inst = _eight_types(120, 3)
+    data = inst.to_dict()
+    data["jobs"][5]["throughput"].pop("g3")  # a missing pair
+    inst = GpuClusterInstance.from_dict(data)
+    lp = F.max_min_lp(inst.arrays)
+    p = colgen.Pricing.of(lp)
+    n, T = lp.num_rows, len(lp.capacity)
+    d = colgen.Dense.of(p, n, T)
+    rng = np.random.default_rng(0)
+    for keep, z_column in (
+        (np.sort(rng.choice(n, 30, replace=False)), np.zeros(T)),
+        (np.arange(n), rng.random(T)),
+        (np.array([5]), np.r_[0.0, rng.random(T - 1)]),
+    ):
+        got = colgen._reduced(p, d, keep, lp.capacity, z_column, (0.0, 1.0))[0].A
+        m = len(keep)
+        local = np.full(n, -1)
+        local[keep] = np.arange(m)
+        pk = d.pair[keep].ravel()
+        pk = pk[pk >= 0]
+        k, r = len(pk), local[p.row[pk]]
+        rows = np.concatenate(
+            [r, m + p.type[pk], m + T + r, m + np.arange(T), m + T + np.arange(m)]
+        )
+        cols = np.concatenate([*(1 + np.arange(k),) * 3, np.zeros(T + m, dtype=np.int64)])
+        vals = np.concatenate([np.ones(k), p.usage[pk], p.coef[pk], z_column, -np.ones(m)])
+        want = sp.csc_array((vals, (rows, cols)), shape=(2 * m + T, k + 1))
+        want.sum_duplicates()
+        assert got.shape == want.shape
+        for a, b in ((got.indptr, want.indptr), (got.indices, want.indices), (got.data, want.data)):
+            assert np.array_equal(a, b)
+
+
 @pytest.mark.parametrize("objective", ["max_min_fairness", "makespan"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_price_directed_reduced_lp_equals_monolithic(

@@ -208,6 +208,32 @@ def test_row_groups_is_the_unique_partition() -> None:
             assert np.array_equal(a, b)
 
 
+def test_row_groups_same_partition_when_hashes_collide(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows are sorted by a hash; when unequal rows share one (here: every row, or every
+    other row, hashes alike) the partition is still ``np.unique``'s (the sort falls back
+    to every column). Distinct rows (the no-two-alike shortcut) and ``-0.0`` too."""
+    rng = np.random.default_rng(3)
+    keys = [rng.integers(0, 3, size=(int(rng.integers(2, 60)), 3)).astype(float) for _ in range(50)]
+    distinct = rng.random((300, 5))
+    distinct[::7, 2] = -0.0
+    keys.append(distinct)
+    zeros = np.zeros((40, 3))
+    zeros[::3, 1] = -0.0  # one group: -0.0 == 0.0
+    keys.append(zeros)
+    real = F._row_hash
+    for fake in (
+        lambda k: np.zeros(len(k), dtype=np.uint64),
+        lambda k: real(k) % np.uint64(2),
+        real,
+    ):
+        monkeypatch.setattr(F, "_row_hash", fake)
+        for k in keys:
+            for a, b in zip(F.row_groups(k), _unique_groups(k), strict=True):
+                assert np.array_equal(a, b)
+    assert len(F.row_groups(zeros)[1]) == 1
+    assert len(F.row_groups(distinct)[1]) == 300
+
+
 # ------------------------------------------------------------ job checks, fast path
 def _jobs_variant(change: Any) -> dict[str, Any]:
     import copy
@@ -348,3 +374,19 @@ def test_large_max_min_lps_stay_on_interior_point() -> None:
     res = hetopt.solve(inst, "max_min_fairness", SolveOptions(threads=1), symmetry=False)
     assert inst.arrays.num_jobs > MaxMinFairness.simplex_max_rows
     assert res.info["lp_method"] == "ipm"
+
+
+def test_row_max_and_min_equal_numpy() -> None:
+    """One type at a time, the same values as ``max``/``min`` over the last axis
+    (``NaN`` propagated, infinities kept), without writing into the input."""
+    rng = np.random.default_rng(4)
+    for shape in ((0, 3), (1, 1), (7, 1), (50, 8), (3, 20)):
+        a = rng.normal(size=shape)
+        a[rng.random(shape) < 0.1] = np.inf
+        a[rng.random(shape) < 0.1] = -np.inf
+        if shape[0] > 2:
+            a[1, 0] = np.nan
+        before = a.copy()
+        np.testing.assert_array_equal(F.row_max(a), a.max(axis=1))
+        np.testing.assert_array_equal(F.row_min(a), a.min(axis=1))
+        np.testing.assert_array_equal(a, before)
