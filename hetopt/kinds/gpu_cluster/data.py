@@ -24,13 +24,11 @@ def _gc_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off inside the block (unless it already was;
     as Pyomo's ``PauseGC`` while it builds models).
 
-    On the way out the objects the block allocated (and any other young ones) join the
-    oldest generation, as ``gc.freeze()`` then ``gc.unfreeze()`` move them, instead of
-    being traversed by the young collection the next allocation would start: at 20,000
-    jobs that collection took 25 ms and found nothing (the instance's records are all
-    kept; measured). Skipped when objects are frozen already (``gc.get_freeze_count()``:
-    a caller's frozen objects stay frozen). What a later full collection does is
-    unchanged; the block's young garbage, if any, waits for that collection."""
+    Nothing else: handing the young objects to the oldest generation on the way out
+    (``gc.freeze()`` then ``gc.unfreeze()``) saved a 25 ms young collection at 20,000
+    jobs, but it moves the caller's young garbage there too without counting it towards
+    the next full collection, so a loop of ``from_dict`` calls grew without bound
+    (tests/kinds/gpu_cluster/test_data_views.py checks that it does not)."""
     enabled = gc.isenabled()
     if enabled:
         gc.disable()
@@ -38,9 +36,6 @@ def _gc_paused() -> Iterator[None]:
         yield
     finally:
         if enabled:
-            if gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
             gc.enable()
 
 
