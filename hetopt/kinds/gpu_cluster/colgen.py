@@ -158,10 +158,7 @@ def restricted_model(
     z_upper: float,
 ) -> CompiledModel:  # fmt: skip
     """The restricted LP over the pairs ``pick`` as arrays (``z`` first)."""
-    import pyomo.environ as pyo
     import scipy.sparse as sp
-
-    from ...highs import CompiledModel
 
     n, T = lay.num_rows, lay.num_types
     k = len(pick)
@@ -171,21 +168,37 @@ def restricted_model(
     indices = np.r_[lay.fair0 + np.arange(n), index].astype(np.int32)
     data = np.r_[-np.ones(n), values]
     A = sp.csc_array((data, indices, indptr), shape=(2 * n + T, k + 1))
-    c = np.zeros(k + 1)
+    return _pairs_model(name, A, capacity, (0.0, z_upper))
+
+
+def _pairs_model(
+    name: str, A: Any, capacity: np.ndarray, z_bounds: tuple[float, float]
+) -> CompiledModel:
+    """The LP ``max z`` over ``z`` (column 0, within ``z_bounds``) and pair columns in
+    ``[0, 1]``, with ``A``'s rows laid out as the restricted LP's: each row's time
+    (``<= 1``), each type's capacity (``<= capacity``), each row's value (``>= 0``)."""
+    import pyomo.environ as pyo
+
+    from ...highs import CompiledModel
+
+    T = len(capacity)
+    rows, cols = A.shape
+    m = (rows - T) // 2
+    c = np.zeros(cols)
     c[0] = 1.0
     return CompiledModel(
         model=pyo.ConcreteModel(name=name),
-        columns=[None] * (k + 1),
-        rows=[None] * (2 * n + T),
+        columns=[None] * cols,
+        rows=[None] * rows,
         A=A,
         c=c,
         offset=0.0,
         maximize=True,
-        col_lower=np.zeros(k + 1),
-        col_upper=np.r_[z_upper, np.ones(k)],
-        row_lower=np.r_[np.full(n + T, -np.inf), np.zeros(n)],
-        row_upper=np.r_[np.ones(n), capacity, np.full(n, np.inf)],
-        integrality=np.zeros(k + 1, dtype=np.int32),
+        col_lower=np.r_[z_bounds[0], np.zeros(cols - 1)],
+        col_upper=np.r_[z_bounds[1], np.ones(cols - 1)],
+        row_lower=np.r_[np.full(m + T, -np.inf), np.zeros(m)],
+        row_upper=np.r_[np.ones(m), capacity, np.full(m, np.inf)],
+        integrality=np.zeros(cols, dtype=np.int32),
     )
 
 
@@ -582,10 +595,7 @@ def _reduced(
 ) -> tuple[CompiledModel, np.ndarray]:  # fmt: skip
     """The LP over the rows ``keep`` (all their pairs; ``z`` first, with ``z_column``
     GPUs of each type per unit of ``z``) and the pairs of its columns."""
-    import pyomo.environ as pyo
     import scipy.sparse as sp
-
-    from ...highs import CompiledModel
 
     m, T = len(keep), len(capacity)
     local = np.full(d.coef.shape[0], -1)
@@ -604,23 +614,7 @@ def _reduced(
     )
     indptr = np.r_[0, T + m + 3 * np.arange(k + 1)]
     A = sp.csc_array((data, indices, indptr), shape=(2 * m + T, k + 1))
-    c = np.zeros(k + 1)
-    c[0] = 1.0
-    compiled = CompiledModel(
-        model=pyo.ConcreteModel(name="gpu_cluster_reduced"),
-        columns=[None] * (k + 1),
-        rows=[None] * (2 * m + T),
-        A=A,
-        c=c,
-        offset=0.0,
-        maximize=True,
-        col_lower=np.r_[z_bounds[0], np.zeros(k)],
-        col_upper=np.r_[z_bounds[1], np.ones(k)],
-        row_lower=np.r_[np.full(m + T, -np.inf), np.zeros(m)],
-        row_upper=np.r_[np.ones(m), capacity, np.full(m, np.inf)],
-        integrality=np.zeros(k + 1, dtype=np.int32),
-    )
-    return compiled, pk
+    return _pairs_model("gpu_cluster_reduced", A, capacity, z_bounds), pk
 
 
 def _by_prices(
