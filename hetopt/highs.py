@@ -873,18 +873,12 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _set_threads(h: Any, threads: int | None) -> None:
-    """Set HiGHS's ``threads``. HiGHS fixes its thread pool (process-wide) on the first
-    run and refuses to run with a different count later ("Not Set" / run error), so a
-    change of count resets the global scheduler first. More threads than the cores
-    available are capped (HiGHS aborts the process when it cannot create them)."""
-    _set(h, "threads", _claim_scheduler(h, threads))
-
-
 def _claim_scheduler(h: Any, threads: int | None) -> int:
-    """The ``threads`` option value for ``threads`` (capped at the cores available),
-    HiGHS's global scheduler reset first when it runs with another count
-    (:func:`_set_threads` without setting the option)."""
+    """The ``threads`` option value for ``threads``. HiGHS fixes its thread pool
+    (process-wide) on the first run and refuses to run with a different count later
+    ("Not Set" / run error), so a change of count resets the global scheduler first.
+    More threads than the cores available are capped (HiGHS aborts the process when it
+    cannot create them)."""
     global _scheduler_threads, _scheduler_generation
     want = int(threads) if threads is not None else 0  # 0 = HiGHS decides
     cores = available_cores()

@@ -32,8 +32,8 @@ def test_a_scheduler_reset_or_a_dead_thread_gets_a_new_worker() -> None:
     H._run(h)
     first = H._worker
     assert first is not None
-    H._set_threads(h, 1)
-    H._set_threads(h, None)  # 1 -> 0 (HiGHS decides): a change of count resets
+    H._claim_scheduler(h, 1)
+    H._claim_scheduler(h, None)  # 1 -> 0 (HiGHS decides): a change of count resets
     H._run(h)
     second = H._worker
     assert second is not None and second is not first
