@@ -364,24 +364,11 @@ def _strata(arr: Any, job_types: Sequence[str | None] | None) -> np.ndarray:
 def row_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Groups of equal rows of ``key``: ``(group of each row, first row of each group,
     rows per group)``, groups numbered by first occurrence (as ``np.unique(key, axis=0)``
-    grouped, without its slow sort of row bytes: one ``lexsort`` of the columns)."""
-    n = len(key)
-    if n == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty
-    order = np.lexsort(key.T[::-1])
-    ks = key[order]
-    new = np.ones(n, dtype=bool)
-    new[1:] = (ks[1:] != ks[:-1]).any(axis=1)
-    sorted_id = np.cumsum(new) - 1
-    first = order[new]  # lexsort is stable: the first row of each group
-    rank = np.empty(len(first), dtype=np.int64)
-    by_first = np.argsort(first, kind="stable")
-    rank[by_first] = np.arange(len(first))
-    group = np.empty(n, dtype=np.int64)
-    group[order] = rank[sorted_id]
-    counts = np.bincount(group, minlength=len(first))
-    return group, first[by_first].astype(np.int64), counts.astype(np.int64)
+    grouped): :func:`.formulations.row_groups`, with integer counts."""
+    from .formulations import row_groups as grouped
+
+    group, first, counts = grouped(np.asarray(key, dtype=float))
+    return group, first, counts.astype(np.int64)
 
 
 def stratified_partition(
