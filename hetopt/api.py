@@ -130,8 +130,8 @@ def _export_model(
     instance: InstanceLike, objective: str | None, params: Mapping[str, Any]
 ) -> pyo.ConcreteModel:
     """:func:`build_model`'s model with its objective in the objective's own unit: the
-    method's optional ``export_objective(instance, params, built)`` hook rewrites it (or
-    refuses a stage it cannot export; see :mod:`hetopt.kinds._shared.export`)."""
+    method's ``export_objective(instance, params, built)`` hook rewrites it (or refuses a
+    stage it cannot export; see :mod:`hetopt.kinds._shared.export`)."""
     inst, source = load(instance)
     kind = kind_of(inst)
     try:
@@ -141,9 +141,7 @@ def _export_model(
         kind.check(inst, name, parsed)  # export refuses what solve refuses, before building
         method = kind.method_for(name, inst, parsed)
         built = method.build(inst, parsed)
-        hook = getattr(method, "export_objective", None)
-        if hook is not None:
-            hook(inst, parsed, built)
+        method.export_objective(inst, parsed, built)
         return built.model
     except InstanceError as exc:
         raise (exc.with_source(source) if source and not exc.source else exc) from None

@@ -406,7 +406,10 @@ class BuildMethod(Protocol):
     LP algorithm measured fastest), ``describe`` (details known before solving, reported
     whatever the status), ``start`` (a MIP start, one value per compiled column),
     ``unscale_bound`` (the solver's bound in the objective's unit, used when there is no
-    solution to extract), ``options`` (adjust solve options, e.g. an absolute gap).
+    solution to extract), ``options`` (adjust solve options, e.g. an absolute gap),
+    ``export_objective`` (put ``built.model``'s objective in the objective's own unit for
+    :func:`hetopt.export_model`, or refuse a stage it cannot export; see
+    :mod:`hetopt.kinds._shared.export`).
     """
 
     lp_method: str
@@ -427,17 +430,23 @@ class BuildMethod(Protocol):
         self, instance: Any, params: Any, built: Built, options: SolveOptions
     ) -> SolveOptions: ...
 
+    def export_objective(self, instance: Any, params: Any, built: Built) -> None: ...
+
 
 @runtime_checkable
 class RunMethod(Protocol):
     """A method that solves several times (or not at all) on one :class:`Session`.
 
-    ``build`` returns the model ``hetopt export`` writes for it (its first stage).
+    ``build`` returns the model ``hetopt export`` writes for it (its first stage), and
+    ``export_objective`` rewrites that model's objective as :class:`BuildMethod`'s hook does
+    (see :class:`RunMethodBase` for the default).
     """
 
     def run(self, session: Session, instance: Any, params: Any) -> Outcome: ...
 
     def build(self, instance: Any, params: Any) -> Built: ...
+
+    def export_objective(self, instance: Any, params: Any, built: Built) -> None: ...
 
 
 class BuildMethodBase:
@@ -469,6 +478,9 @@ class BuildMethodBase:
     ) -> SolveOptions:
         return options
 
+    def export_objective(self, instance: Any, params: Any, built: Built) -> None:
+        """Nothing to rewrite: the model's objective is in the objective's own unit."""
+
 
 class RunMethodBase:
     """Base of a :class:`RunMethod` (``build`` refuses until a method defines it)."""
@@ -480,6 +492,10 @@ class RunMethodBase:
 
     def build(self, instance: Any, params: Any) -> Built:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def export_objective(self, instance: Any, params: Any, built: Built) -> None:
+        """Nothing to rewrite (a method whose ``build`` is another method's overrides
+        this to pass the call on to that method)."""
 
 
 Method = BuildMethod | RunMethod

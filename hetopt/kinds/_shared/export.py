@@ -5,10 +5,11 @@ that the variables are O(1)); the model HiGHS solves stays as it is, but the LP/
 ``hetopt export`` writes has its objective in the objective's own unit, so that any
 solver reading the file finds hetopt's ``objective_value``.
 
-A method offers this with an ``export_objective(instance, params, built)`` hook that
-rewrites ``built.model``'s objective in place (usually :func:`rescale_objective`) or
-raises :class:`~hetopt.UsageError` naming the stage it cannot export;
-:func:`hetopt.export_model` calls it when present.
+A method does this in its ``export_objective(instance, params, built)`` hook (declared by
+:class:`~hetopt.contract.BuildMethod` and :class:`~hetopt.contract.RunMethod`; the bases'
+default leaves the model as it is): it rewrites ``built.model``'s objective in place
+(usually :func:`rescale_objective`) or raises :class:`~hetopt.UsageError` naming the stage
+it cannot export. :func:`hetopt.export_model` calls it on every exported model.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import pyomo.environ as pyo
 
-__all__ = ["active_objective", "export_objective_of", "rescale_objective"]
+__all__ = ["active_objective", "rescale_objective"]
 
 
 def active_objective(model: pyo.ConcreteModel) -> Any:
@@ -38,11 +39,3 @@ def rescale_objective(model: pyo.ConcreteModel, scale: float, offset: float = 0.
     obj = active_objective(model)
     expr = obj.expr
     obj.set_value(scale * expr + offset if offset else scale * expr)
-
-
-def export_objective_of(method: Any, instance: Any, params: Any, built: Any) -> None:
-    """Call ``method``'s ``export_objective`` hook if it has one (for a method whose
-    exported model is another method's, e.g. a run method delegating ``build``)."""
-    hook = getattr(method, "export_objective", None)
-    if hook is not None:
-        hook(instance, params, built)

@@ -40,7 +40,7 @@ from ...options import SolveOptions
 from ...pipeline import run_method
 from ...status import Status
 from .._shared.choice import ReportsChoice
-from .._shared.export import export_objective_of, rescale_objective
+from .._shared.export import rescale_objective
 from . import algorithms as A
 from . import formulations as F
 from .data import (
@@ -303,7 +303,7 @@ class _Exports(ReportsChoice, RunMethodBase):
         params: ClientSelectionParams,
         built: Built,
     ) -> None:
-        export_objective_of(self.milp, instance, params, built)
+        self.milp.export_objective(instance, params, built)
 
 
 class Testing(_Exports):

@@ -22,7 +22,7 @@ from ...contract import (
 from ...errors import UsageError
 from ...options import SolveOptions
 from ...status import Status
-from .._shared.export import export_objective_of, rescale_objective
+from .._shared.export import rescale_objective
 from . import formulations as F
 from .data import MulticoreArrays, MulticoreInstance
 from .goals import GOALS, _order_reason, check_formulation
@@ -472,7 +472,7 @@ class Refused(RunMethodBase):
     def export_objective(
         self, instance: MulticoreInstance, params: MulticoreParams, built: Built
     ) -> None:
-        export_objective_of(self.method, instance, params, built)
+        self.method.export_objective(instance, params, built)
 
     def run(
         self, session: Session, instance: MulticoreInstance, params: MulticoreParams
