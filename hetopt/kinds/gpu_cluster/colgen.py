@@ -600,7 +600,7 @@ def _first_min(flat: np.ndarray, order: np.ndarray) -> np.ndarray:
     k = np.where(flat == low, order, len(flat)).min(axis=0)
     if k.max(initial=0) >= len(flat):  # some minimum is NaN (and equals nothing)
         return flat.argmin(axis=0)  # type: ignore[no-any-return]
-    return k  # type: ignore[no-any-return]
+    return k.astype(np.intp, copy=False)
 
 
 def _reduced(
