@@ -417,7 +417,7 @@ class GpuClusterKind(Kind):
         if objective in ELASTIC_OBJECTIVES:
             check_elastic(instance, objective, params)
             return
-        for i, job in enumerate(instance.jobs):
+        for i, job in enumerate(instance.jobs if instance.has_elastic else ()):
             if job.elastic is not None:
                 raise InstanceError(
                     f"objective {objective!r} allocates time shares to fixed-size jobs; an "

@@ -158,3 +158,24 @@ def test_a_loop_of_validations_lets_the_callers_garbage_be_collected() -> None:
         GpuClusterInstance.from_dict(data)
     alive = sum(r() is not None for r in refs)
     assert alive < len(refs) // 4, (alive, len(refs))
+
+
+def test_the_kept_columns_go_with_their_instance() -> None:
+    """The columns validation keeps for ``arrays`` (and the jobs they hold) are dropped
+    when their instance is, not kept until the next validation in the thread."""
+    import weakref
+
+    inst = GpuClusterInstance.from_dict(_cases()[2])
+    jobs = weakref.ref(inst.jobs[0])
+    assert _CHECKED.columns.instance() is inst
+    del inst
+    assert _CHECKED.columns is None and jobs() is None
+
+
+def test_validation_knows_that_no_job_is_elastic() -> None:
+    """``has_elastic`` is False from the job checks that passed, and computed otherwise."""
+    data = _cases()[2]
+    inst = GpuClusterInstance.from_dict(data)
+    assert inst.__dict__["has_elastic"] is False and not inst.has_elastic
+    bare = GpuClusterInstance.model_construct(workers=inst.workers, jobs=list(inst.jobs))
+    assert "has_elastic" not in bare.__dict__ and not bare.has_elastic

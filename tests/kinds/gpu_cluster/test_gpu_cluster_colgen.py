@@ -276,6 +276,25 @@ def test_ways_in_blocks_equal_the_loop_over_type_pairs(monkeypatch: pytest.Monke
             assert np.array_equal(x, y)
 
 
+def test_first_min_is_argmin_over_the_first_axis() -> None:
+    """:func:`colgen._first_min` (reductions along the rows) is ``argmin(axis=0)``:
+    ties to the first row, columns all ``inf``, ``-0.0`` against ``0.0``, NaN."""
+    import numpy as np
+
+    rng = np.random.default_rng(8)
+    for trial in range(200):
+        rows, cols = int(rng.integers(1, 80)), int(rng.integers(1, 30))
+        flat = rng.integers(0, 4, size=(rows, cols)).astype(float)
+        flat[rng.random(flat.shape) < 0.3] = np.inf
+        if trial % 5 == 0:
+            flat[rng.random(flat.shape) < 0.2] = -0.0
+        if trial % 3 == 0:
+            flat[rng.random(flat.shape) < 0.05] = np.nan
+        order = np.arange(rows, dtype=np.min_scalar_type(rows))[:, None]
+        got = colgen._first_min(flat, order)
+        assert got.dtype == np.intp and np.array_equal(got, flat.argmin(axis=0))
+
+
 def test_reduced_lp_matrix_equals_its_triplets() -> None:
     """The reduced LP's CSC matrix, laid out column by column, is the matrix of its
     (row, column, value) triplets (as scipy assembles them), explicit zeros included."""
