@@ -18,7 +18,6 @@ columns back as numpy arrays (kinds use them for their numpy views).
 
 from __future__ import annotations
 
-import gc
 import types
 import typing
 import weakref
@@ -30,6 +29,8 @@ import annotated_types as at
 import numpy as np
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
+
+from . import collector
 
 __all__ = ["columns_of", "is_columnar", "list_record_model", "records_from_columns"]
 
@@ -397,13 +398,8 @@ def _build(
         return obj
 
     rows = zip(*cols, strict=True) if cols else iter([()] * n)
-    collect = gc.isenabled()
-    gc.disable()  # n new objects would trigger full collections that find nothing
-    try:
+    with collector.paused():  # n new objects would trigger collections that find nothing
         return list(map(record, rows))
-    finally:
-        if collect:
-            gc.enable()
 
 
 # --------------------------------------------------------------------------- memory

@@ -28,6 +28,7 @@ import highspy
 import numpy as np
 import scipy.sparse  # noqa: F401  (imported here so the first compile does not pay for it)
 
+from . import collector
 from .errors import OptionsError, SolveError
 from .options import SolveOptions
 from .status import Status
@@ -816,6 +817,7 @@ reset of HiGHS's global scheduler, whose per-thread state a thread keeps)."""
 def _run_waiting(h: Any) -> Any:
     global _worker
     if threading.current_thread() is not threading.main_thread():
+        collector.resume()
         return h.run()
     box: list[Any] = []
     failure: list[BaseException] = []
@@ -838,6 +840,7 @@ def _run_waiting(h: Any) -> Any:
             worker.put(None)
         worker = _worker = _Worker()
     worker.put(target)
+    collector.resume()  # (the collection hetopt.solve held back runs while HiGHS works)
     presses = 0
     while True:
         try:

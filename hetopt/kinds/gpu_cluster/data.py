@@ -2,41 +2,17 @@
 
 from __future__ import annotations
 
-import gc
 import threading
 import weakref
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, repeat
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ...instance import InstanceBase, fail
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off inside the block (unless it already was;
-    as Pyomo's ``PauseGC`` while it builds models).
-
-    Nothing else: handing the young objects to the oldest generation on the way out
-    (``gc.freeze()`` then ``gc.unfreeze()``) saved a 25 ms young collection at 20,000
-    jobs, but it moves the caller's young garbage there too without counting it towards
-    the next full collection, so a loop of ``from_dict`` calls grew without bound
-    (tests/kinds/gpu_cluster/test_data_views.py checks that it does not)."""
-    enabled = gc.isenabled()
-    if enabled:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
 
 _CHECKED = threading.local()
 """The instance :meth:`GpuClusterInstance._cross_checks` passed last (a weak reference)
@@ -178,16 +154,6 @@ class GpuClusterInstance(InstanceBase):
     type must be listed in ``workers`` (with 0 if the cluster owns none)."""
     loaned_servers: Annotated[list[LoanedServer], Field(min_length=1)] | None = None
     """The loaned servers in use and the jobs placed on them (``reclaim``)."""
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], source: str | None = None) -> Any:
-        """:meth:`InstanceBase.from_dict` with Python's cyclic garbage collector paused:
-        validating ``n`` jobs allocates about ``4 n`` containers, all of them kept, and
-        the collections they trigger (ten young ones per solve and a full one about
-        every ten solves at 2,048 jobs) cost several milliseconds per solve (measured);
-        none of it is garbage."""
-        with _gc_paused():
-            return super().from_dict(data, source)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> GpuClusterInstance:
