@@ -19,6 +19,7 @@ from .data import ClusterArrays, GpuClusterInstance, GpuJob
 from .formulations import agnostic_throughputs, job_groups
 from .maxmin import INF, MaxMinLayout, Pairs
 from .methods import job_names, set_job_names
+from .verify import job_id_objects, set_job_id_objects
 
 if TYPE_CHECKING:
     from ...highs import HighsModel
@@ -155,6 +156,8 @@ def _pass_names(
     a concatenation, instead of inferring it from every id again) when it is pandas's
     string array: a part of it, or two joined, is what pandas infers from the same
     strings. An object array of ids (pandas 2) is left to be made again."""
+    if old.job_ids is new.job_ids:  # (the same ids: their object array too)
+        set_job_id_objects(new, job_id_objects(old))
     names = job_names(old)
     if isinstance(names.dtype, pd.StringDtype):
         derived = derive(names)
@@ -162,24 +165,19 @@ def _pass_names(
             set_job_names(new, derived)
 
 
-def _joined(names: Any, ids: list[str], keep: np.ndarray | None = None) -> Any | None:
-    """``names`` (its rows ``keep``, a boolean mask, if given) and the string array of
-    ``ids`` joined (``None`` unless every id is a string: validated ids always are).
-    pandas's string array holds its strings in an object array: the kept rows and the
-    new strings are joined there in one step (what ``names[keep]`` and
-    ``_concat_same_type`` do in two, each with pandas's checks: ~50 us a round); the
-    public path where the array is not laid out so."""
-    values = np.asarray(ids, dtype=object)
-    if pd.api.types.infer_dtype(values, skipna=False) != "string":
+def _string_names(names: Any, ids: np.ndarray) -> Any | None:
+    """The ``job`` column of the ids ``ids`` (a read-only object array of strings) made
+    like ``names``, the column of an earlier arrays: pandas's string array of them,
+    holding ``ids`` itself (what pandas infers from the same strings; it is only ever
+    copied or taken); ``None`` (inferred again when needed) for any other column (an
+    object array of ids, pandas 2) or a string array not laid out so."""
+    if not isinstance(names.dtype, pd.StringDtype):
         return None
     backing = getattr(names, "_ndarray", None)
     make = getattr(names, "_from_backing_data", None)
-    if isinstance(backing, np.ndarray) and backing.dtype == object and make is not None:
-        kept = backing if keep is None else backing[keep]
-        return make(np.concatenate([kept, values]))
-    if keep is not None:
-        names = names[keep]
-    return type(names)._concat_same_type([names, pd.array(values, dtype=names.dtype)])
+    if not isinstance(backing, np.ndarray) or backing.dtype != object or make is None:
+        return None
+    return make(ids)
 
 
 def _restore_basis(h: Any, col_status: list[Any], row_status: list[Any]) -> None:
@@ -397,7 +395,13 @@ class PersistentPolicy:
         self, extra: tuple[list[GpuJob], ClusterArrays] | None = None
     ) -> tuple[ClusterArrays, list[GpuJob]]:
         """The arrays and jobs of the instance with the pending changes (and the
-        arrivals ``extra``): the kept jobs in their order, then the arrivals in theirs."""
+        arrivals ``extra``): the kept jobs in their order, then the arrivals in theirs.
+
+        The ids are written once into an object array (the kept ones taken from the
+        instance's, :func:`~.verify.job_id_objects`, then the arrivals'), which the new
+        arrays keep as theirs and, when the ``job`` column is pandas's string array, as
+        that column's strings: one pass over the 2,000 ids a round instead of one per
+        list, column and verifier lookup."""
         inst = self._instance
         base = inst.arrays
         changes = self._changes
@@ -405,48 +409,50 @@ class PersistentPolicy:
         added = [] if changes is None else list(changes.added)
         if extra is not None:
             added.append(extra)
-        names: Any = job_names(base)
-        if not isinstance(names.dtype, pd.StringDtype):
-            names = None  # (an object array of ids, pandas 2: made again)
-        kept_names: np.ndarray | None = None  # the rows of names still to take
+        old_ids = job_id_objects(base)
+        m = base.num_jobs if keep is None else int(np.count_nonzero(keep))
+        ids_obj = np.empty(m + sum(add.num_jobs for _, add in added), dtype=object)
         if keep is None:
-            ids, jobs = list(base.job_ids), list(inst.jobs)
+            ids_obj[:m] = old_ids
+            jobs = list(inst.jobs)
             thr, scale, weight = [base.thr], [base.scale], [base.weight]
             steps, allowed = [base.steps], [base.allowed]
         else:
             rows = np.flatnonzero(keep)  # (take: a 2-d boolean mask is 4x slower)
-            kept = keep.tolist()  # (compress over numpy booleans: 3x slower)
-            ids, jobs = list(compress(base.job_ids, kept)), list(compress(inst.jobs, kept))
+            np.take(old_ids, rows, out=ids_obj[:m])
+            jobs = list(compress(inst.jobs, keep.tolist()))  # (numpy booleans: 3x slower)
             thr, scale, weight = (
                 [base.thr.take(rows, axis=0)],
                 [base.scale[keep]],
                 [base.weight[keep]],
             )
             steps, allowed = [base.steps[keep]], [base.allowed.take(rows, axis=0)]
-            kept_names = keep  # (applied with the first batch's ids, in one step)
+        at = m
+        strings = True  # every arriving id a string (validated ids always are)
         for batch, add in added:
-            ids.extend(add.job_ids)
+            new_ids = job_id_objects(add)
+            ids_obj[at : at + len(new_ids)] = new_ids
+            at += len(new_ids)
+            strings = strings and pd.api.types.infer_dtype(new_ids, skipna=False) == "string"
             jobs.extend(batch)
             thr.append(add.thr)
             scale.append(add.scale)
             weight.append(add.weight)
             steps.append(add.steps)
             allowed.append(add.allowed)
-            if names is not None:
-                names = _joined(names, add.job_ids, kept_names)
-                kept_names = None
-        if names is not None and kept_names is not None:  # (removals only)
-            names = names[kept_names]
+        one = len(thr) == 1
         arr = ClusterArrays(
-            ids,
+            ids_obj.tolist(),
             base.types,
-            np.concatenate(thr),
-            np.concatenate(scale),
-            np.concatenate(weight),
-            np.concatenate(steps),
+            thr[0] if one else np.concatenate(thr),
+            scale[0] if one else np.concatenate(scale),
+            weight[0] if one else np.concatenate(weight),
+            steps[0] if one else np.concatenate(steps),
             base.workers,
-            np.concatenate(allowed),
+            allowed[0] if one else np.concatenate(allowed),
         )
+        set_job_id_objects(arr, ids_obj)
+        names = _string_names(job_names(base), ids_obj) if strings else None
         if names is not None:
             set_job_names(arr, names)
         return arr, jobs

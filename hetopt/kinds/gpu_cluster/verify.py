@@ -76,9 +76,9 @@ def _pair_codes(
     jobs, types = positive_pairs(arr)
     if len(jobs) != len(job):
         return None
-    if not _equal_at(_names(arr.job_ids), jobs, job.to_numpy(dtype=object)):
+    if not _equal_at(job_id_objects(arr), jobs, _objects(job)):
         return None
-    if not _equal_at(_names(arr.types), types, worker_type.to_numpy(dtype=object)):
+    if not _equal_at(_names(arr.types), types, _objects(worker_type)):
         return None
     return jobs, types
 
@@ -86,6 +86,40 @@ def _pair_codes(
 def _names(values: list[str]) -> np.ndarray:
     """``values`` (ids or type names) as an object array."""
     return np.asarray(values, dtype=object)
+
+
+def _objects(column: pd.Series) -> np.ndarray:
+    """``column.to_numpy(dtype=object)`` for comparing with :func:`_equal_at`: the
+    values the column holds, as an object array. A column of pandas's string array (or
+    of objects) is read in place (``np.asarray`` of its array: the array it keeps, no
+    copy of every reference); other columns are converted as ``to_numpy`` does."""
+    values = np.asarray(column.array)
+    if values.dtype != object or values.ndim != 1 or len(values) != len(column):
+        return column.to_numpy(dtype=object)
+    return values
+
+
+_IDS = "_job_id_objects"
+"""Key of :func:`job_id_objects`' cache in a :class:`~.data.ClusterArrays`' ``__dict__``."""
+
+
+def job_id_objects(arr: ClusterArrays) -> np.ndarray:
+    """``arr.job_ids`` as a read-only object array (the id strings themselves), made once
+    per arrays (which never change); a :class:`~.persistent.PersistentPolicy` gives the
+    arrays it derives theirs (:func:`set_job_id_objects`)."""
+    ids = arr.__dict__.get(_IDS)
+    if ids is None:
+        ids = np.fromiter(arr.job_ids, dtype=object, count=len(arr.job_ids))
+        ids.flags.writeable = False
+        arr.__dict__[_IDS] = ids
+    return ids
+
+
+def set_job_id_objects(arr: ClusterArrays, ids: np.ndarray) -> None:
+    """Give ``arr`` its :func:`job_id_objects`: an object array holding exactly
+    ``arr.job_ids``' strings, in order (made read-only here)."""
+    ids.flags.writeable = False
+    arr.__dict__[_IDS] = ids
 
 
 def _equal_at(names: np.ndarray, at: np.ndarray, values: np.ndarray) -> bool:
@@ -124,7 +158,7 @@ def positive_pairs(arr: ClusterArrays) -> tuple[np.ndarray, np.ndarray]:
 
 def _lookup_jobs(arr: ClusterArrays, column: pd.Series) -> np.ndarray:
     """Position of every value of ``column`` among the instance's job ids (-1: unknown)."""
-    codes = _job_codes(arr.job_ids, column)
+    codes = _job_codes(job_id_objects(arr), column)
     if codes is None:
         codes = np.asarray(pd.Index(arr.job_ids).get_indexer(_as_str(column)), dtype=np.int64)
     return codes
@@ -135,7 +169,7 @@ def _job_codes(job_ids: Any, column: pd.Series) -> np.ndarray | None:
     the ids in order, each as a run of rows (a job-major table, as the methods write);
     ``None`` (look them up) otherwise. Every row is compared with the id at its guessed
     position, so a returned code is exactly what a lookup gives."""
-    values = column.to_numpy(dtype=object)
+    values = _objects(column)
     ids = np.asarray(job_ids, dtype=object)
     if len(values) == 0 or len(ids) == 0:
         return None

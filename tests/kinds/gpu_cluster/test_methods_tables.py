@@ -95,3 +95,26 @@ def test_time_share_tables_are_the_inferred_tables() -> None:
     expected = pd.DataFrame({"job": arr.job_ids, "time_share": X.sum(axis=1), "throughput": thr})
     _same_frame(jobs, expected)
     assert np.array_equal(thr, V.effective_throughput(arr, X))
+
+
+def test_worker_type_column_holds_the_instances_own_names() -> None:
+    """The cached ``worker_type`` column of a list of type names holds that list's own
+    strings: made again for an instance whose names are equal strings of other objects
+    (the verifier then matches the table's rows with the instance's types by address,
+    not by comparing 6,000 strings); the table is the same either way."""
+    from hetopt.kinds.gpu_cluster import verify as V
+
+    first = ["k80", "p100", "v100"]
+    other = ["".join(list(t)) for t in first]  # equal strings, other objects
+    assert all(a == b and a is not b for a, b in zip(first, other, strict=True))
+    pairs = SimpleNamespace(job=np.array([0, 0, 1]), type=np.array([0, 2, 1]))
+    x = np.array([0.25, 0.5, 1.0])
+    tables = []
+    for types in (first, other, first):
+        arr = SimpleNamespace(job_ids=["a", "b"], types=types)
+        got = M.allocation_table(arr, pairs, x)  # type: ignore[arg-type]
+        held = V._objects(got["worker_type"])
+        assert all(h is types[t] for h, t in zip(held, pairs.type, strict=True))
+        tables.append(got)
+    for got in tables[1:]:
+        _same_frame(got, tables[0])

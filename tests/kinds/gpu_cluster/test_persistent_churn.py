@@ -401,3 +401,31 @@ def test_job_names_after_removals_only_and_several_batches() -> None:
         pd.testing.assert_extension_array_equal(M.job_names(arr), M._inferred(list(arr.job_ids)))
         assert warm.tables["jobs"]["job"].tolist() == list(arr.job_ids)
         _cold_check(policy, warm)
+
+
+def test_rounds_write_the_ids_once() -> None:
+    """The changed instance's arrays hold their ids once: ``job_id_objects`` (read-only)
+    holds the id list's own strings, and so does the ``job`` column passed on; the
+    verifier matches each round's tables by these objects (its fast path)."""
+    from hetopt.kinds.gpu_cluster import methods as M
+    from hetopt.kinds.gpu_cluster import verify as V
+
+    inst = generate(40, "k80=4,p100=4,v100=4", seed=3)
+    extra = generate(12, "k80=4,p100=4,v100=4", seed=8).to_dict()["jobs"]
+    policy = PersistentPolicy(inst, "max_min_fairness", OPTS)
+    policy.solve()
+    for step in range(3):
+        ids = policy.instance.arrays.job_ids
+        policy.remove_jobs(ids[step::7])
+        policy.add_jobs([dict(r, id=f"w{step}-{k}") for k, r in enumerate(extra[4 * step :][:4])])
+        warm = policy.solve()
+        arr = policy.instance.arrays
+        held = V.job_id_objects(arr)
+        assert not held.flags.writeable
+        assert all(a is b for a, b in zip(held, arr.job_ids, strict=True))
+        names = np.asarray(M.job_names(arr))
+        assert all(a is b for a, b in zip(names, arr.job_ids, strict=True))
+        alloc = warm.tables["allocation"]
+        codes = V._pair_codes(arr, alloc["job"], alloc["worker_type"])
+        assert codes is not None and warm.verification.ok
+        _cold_check(policy, warm)

@@ -156,3 +156,34 @@ def test_close_is_numpys_isclose() -> None:
     for a in values:
         for b in values:
             assert V._close(a, b, 1e-5, 1e-9) == bool(np.isclose(a, b, rtol=1e-5, atol=1e-9))
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        pd.Series(["j0", "j1", None, "j1"]),  # pandas's string array (missing value too)
+        pd.Series(np.array(["j0", 1, None], dtype=object)),  # objects
+        pd.Series(pd.Categorical(["v100", "k80", "v100"])),
+        pd.Series([0.5, 1.0]),
+        pd.Series([], dtype=object),
+    ],
+)
+def test_column_objects_are_to_numpy_objects(column: pd.Series) -> None:
+    """The verifier reads a column's values in place (``_objects``): the values, in the
+    same order, that ``to_numpy(dtype=object)`` gives (the very objects for strings and
+    objects; missing values as pandas gives them), for every kind of column."""
+    got, expected = V._objects(column), column.to_numpy(dtype=object)
+    assert got.dtype == object and got.shape == expected.shape
+    pairs = zip(got, expected, strict=True)
+    assert all(a is b or (type(a) is type(b) and (a == b or a != a)) for a, b in pairs)
+
+
+def test_job_id_objects_are_the_ids_read_only() -> None:
+    """``job_id_objects``: the instance's id strings themselves, in order, made once per
+    arrays and read-only."""
+    arr = GpuClusterInstance.from_dict(DATA).arrays
+    ids = V.job_id_objects(arr)
+    assert ids is V.job_id_objects(arr) and not ids.flags.writeable
+    assert all(a is b for a, b in zip(ids, arr.job_ids, strict=True))
+    X, problems = V.allocation_matrix(arr, _table())
+    assert not problems and np.array_equal(X, _plain(arr, _table())[0])
