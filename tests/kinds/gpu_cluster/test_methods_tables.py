@@ -118,3 +118,44 @@ def test_worker_type_column_holds_the_instances_own_names() -> None:
         tables.append(got)
     for got in tables[1:]:
         _same_frame(got, tables[0])
+
+
+def test_assembled_frame_has_the_constructors_blocks() -> None:
+    """``table``'s directly assembled frame (pandas 3) has the blocks
+    ``DataFrame._from_arrays`` makes: same dtype groups, order, placements and
+    consolidation; its float columns are copies of the ones handed over."""
+    rng = np.random.default_rng(0)
+    names = M._inferred([f"j{i}" for i in range(5)])
+    types = M._inferred(["a", "b"])
+    cases = [
+        {
+            "job": M._names_at(names, np.array([0, 1, 2, 3, 4])),
+            "worker_type": M._names_at(types, np.array([0, 1, 0, 1, 0])),
+            "fraction": rng.random(5),
+        },
+        {
+            "job": names.copy(),
+            "a": rng.random(5),
+            "c": rng.integers(0, 9, 5),
+            "b": rng.random(5),
+            "s": names.copy(),
+            "flag": rng.random(5) > 0.5,
+            "d": rng.random(5),
+        },
+        {"a": rng.random(5)},
+    ]
+    for columns in cases:
+        values = list(columns.values())
+        expected = pd.DataFrame._from_arrays(
+            values, columns=pd.Index(list(columns)), index=pd.RangeIndex(5), verify_integrity=False
+        )
+        got = M.table(dict(columns))
+        _same_frame(got, expected)
+        assert repr(got._mgr) == repr(expected._mgr)
+        assert [b.mgr_locs.as_array.tolist() for b in got._mgr.blocks] == [
+            b.mgr_locs.as_array.tolist() for b in expected._mgr.blocks
+        ]
+        assert got._mgr.is_consolidated()
+        for name, v in columns.items():
+            if isinstance(v, np.ndarray):
+                assert not np.shares_memory(got[name].to_numpy(), v)

@@ -3,6 +3,8 @@ and the hash lookup it falls back to give the same matrix and the same problems.
 
 from __future__ import annotations
 
+import dataclasses
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -187,3 +189,54 @@ def test_job_id_objects_are_the_ids_read_only() -> None:
     assert all(a is b for a, b in zip(ids, arr.job_ids, strict=True))
     X, problems = V.allocation_matrix(arr, _table())
     assert not problems and np.array_equal(X, _plain(arr, _table())[0])
+
+
+def _methods_table(arr: Any, fraction: np.ndarray) -> pd.DataFrame:
+    """The allocation table as the methods build it (their string columns, taken)."""
+    from hetopt.kinds.gpu_cluster import methods as M
+
+    pairs = SimpleNamespace(job=V.positive_pairs(arr)[0], type=V.positive_pairs(arr)[1])
+    return M.allocation_table(arr, pairs, fraction)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("case", ["methods", "object", "signed_zero", "nan", "unpaired"])
+def test_solo_column_read_gives_the_lookup_answer(case: str) -> None:
+    """The verifier's one-time read of a solo table's columns (block manager, the pair
+    fast path, fractions put in place) gives the hash lookup's matrix bit for bit and its
+    problems: the methods' tables, object columns, -0.0 and NaN fractions, and a job
+    without any pair (missing from every table)."""
+    arr = GpuClusterInstance.from_dict(DATA).arrays
+    if case == "unpaired":  # (validation refuses such a job: arrays made by hand)
+        thr = arr.thr.copy()
+        thr[2] = 0.0
+        arr = dataclasses.replace(arr, thr=thr, allowed=arr.allowed & (thr > 0))
+    rows = len(V.positive_pairs(arr)[0])
+    fraction = np.linspace(0.0, 0.3, rows)
+    if case == "signed_zero":
+        fraction[::2] = -0.0
+    elif case == "nan":
+        fraction[3] = np.nan
+    df = _methods_table(arr, fraction)
+    if case == "object":
+        df = df.astype({"job": object, "worker_type": object})
+    assert V._solo_columns(df) is not None
+    got, problems = V.allocation_matrix(arr, df)
+    want, want_problems = _plain(arr, df)
+    assert got.tobytes() == want.tobytes()
+    assert problems == want_problems
+    assert bool(problems) == (case == "unpaired")
+
+
+def test_solo_columns_fall_back_for_other_tables() -> None:
+    """Tables the one-time read does not take (pair rows, a repeated column name, a
+    fraction column of another type) go the general way with its answer."""
+    arr = GpuClusterInstance.from_dict(DATA).arrays
+    df = _table()
+    with_pairs = df.assign(other_job="")
+    repeated = pd.concat([df, df[["fraction"]]], axis=1)
+    as_text = df.astype({"fraction": object})
+    for other in (with_pairs, repeated, as_text):
+        assert V._solo_columns(other) is None
+    got, problems = V.allocation_matrix(arr, as_text)
+    want, want_problems = _plain(arr, df)
+    assert got.tobytes() == want.tobytes() and problems == want_problems
