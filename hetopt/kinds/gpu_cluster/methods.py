@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import pandas as pd
+from pandas._libs import lib
 
 from ...contract import UNSET, BuildMethodBase, Built, Outcome, SolveView
 from ...status import Status
@@ -330,16 +331,42 @@ _TYPE_NAMES: dict[tuple[str, ...], Any] = {}
 """Worker-type names -> their column (few distinct clusters per process)."""
 
 
-def _inferred(names: list[str]) -> Any:
+def _inferred(names: list[str] | np.ndarray) -> Any:
     """The column pandas makes of the list ``names``: its string array when it infers
     the string dtype (pandas >= 3), else the names as an object array (pandas 2, or
-    values that are not all strings)."""
-    values = np.asarray(names, dtype=object)
+    values that are not all strings). An object array of strings becomes that string
+    array without pandas's inference and copy (:func:`_string_template`; the array is
+    its backing, so pass one nothing changes)."""
+    values = names if isinstance(names, np.ndarray) else np.asarray(names, dtype=object)
     if len(values):
+        template = _string_template()
+        if template is not None and lib.is_string_array(values, skipna=False):
+            return template._from_backing_data(values)
         column = pd.Series(values).array
         if isinstance(column.dtype, pd.StringDtype):
             return column
     return values
+
+
+_TEMPLATES: dict[tuple[bool, str], Any] = {}
+
+
+def _string_template() -> Any:
+    """A string array as pandas infers one from strings under its current options
+    (``future.infer_string``, ``mode.string_storage``), when it is pandas's python-storage
+    :class:`~pandas.arrays.StringArray` (a numpy array of the strings themselves): the
+    array :func:`_inferred` makes others like (``_from_backing_data``: same type and
+    dtype, the values given). ``None`` otherwise (pandas 2, pyarrow storage)."""
+    try:
+        from pandas._config import using_string_dtype
+    except ImportError:  # pragma: no cover - pandas < 2.2: no string inference
+        return None
+    key = (using_string_dtype(), str(pd.get_option("mode.string_storage")))
+    if key not in _TEMPLATES:
+        column = pd.Series(np.asarray(["a"], dtype=object)).array
+        ok = type(column) is pd.arrays.StringArray and isinstance(column.dtype, pd.StringDtype)
+        _TEMPLATES[key] = column if ok else None
+    return _TEMPLATES[key]
 
 
 def job_names(arr: Any) -> Any:
@@ -349,7 +376,8 @@ def job_names(arr: Any) -> Any:
     :func:`set_job_names`). Callers never modify it (frames get copies or takes)."""
     names = arr.__dict__.get(_JOB_NAMES)
     if names is None:
-        names = _inferred(arr.job_ids)
+        # (on the verifier's read-only object array of the ids: made once, never written)
+        names = _inferred(V.job_id_objects(arr))
         arr.__dict__[_JOB_NAMES] = names
     return names
 

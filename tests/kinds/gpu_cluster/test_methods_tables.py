@@ -4,6 +4,7 @@ pandas infers from the per-row object arrays (values and dtypes), empty tables i
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -159,3 +160,43 @@ def test_assembled_frame_has_the_constructors_blocks() -> None:
         for name, v in columns.items():
             if isinstance(v, np.ndarray):
                 assert not np.shares_memory(got[name].to_numpy(), v)
+
+
+@pytest.mark.parametrize(
+    "names",
+    [["a", "b", "c"], ["a", None, "c"], ["a", 1, "c"], [np.str_("x"), "y"], ["a", float("nan")]],
+)
+def test_inferred_is_what_pandas_infers(names: list[Any]) -> None:
+    """``_inferred`` of strings (its direct string array) and of anything else (pandas's
+    inference) is the column ``pd.Series`` makes of the same object array: same array
+    type, dtype and values; a direct one holds the very strings given."""
+    values = np.asarray(names, dtype=object)
+    got = M._inferred(values.copy())
+    expected = pd.Series(values).array
+    if isinstance(expected.dtype, pd.StringDtype):
+        assert type(got) is type(expected) and got.dtype == expected.dtype
+        pd.testing.assert_extension_array_equal(got, expected)
+    else:
+        assert isinstance(got, np.ndarray) and got.dtype == object
+        assert list(got) == list(values) or all(
+            a is b or (a != a and b != b) for a, b in zip(got, values, strict=True)
+        )
+    if M._string_template() is not None and all(isinstance(v, str) for v in names):
+        assert all(h is v for h, v in zip(np.asarray(got), values, strict=True))
+
+
+def test_job_names_column_is_the_inferred_column() -> None:
+    """The cached ``job`` column of an instance is pandas's column of its ids, and the
+    tables' ``job`` columns taken from it are writable copies (the cache is never
+    written: it rests on the verifier's read-only ids)."""
+    from hetopt.kinds.gpu_cluster import generate
+
+    arr = generate(6, "k80=2,v100=2", seed=2).arrays
+    names = M.job_names(arr)
+    expected = pd.Series(np.asarray(arr.job_ids, dtype=object)).array
+    assert type(names) is type(expected) and names.dtype == expected.dtype
+    pd.testing.assert_extension_array_equal(names, expected)
+    alloc, jobs, _ = M.time_share_tables(arr, np.full(arr.thr.shape, 0.1) * arr.allowed)
+    jobs.loc[0, "job"] = "zz"
+    alloc.loc[0, "job"] = "zz"
+    assert list(M.job_names(arr)) == arr.job_ids
