@@ -212,7 +212,7 @@ def time_share_columns(
     its per-job column before :func:`table` makes the frame, in one step)."""
     if pairs is None or x is None:
         pairs = F.Pairs(*V.positive_pairs(arr))  # (Pairs.of(arr), computed once)
-        x = X.take(pairs.job * X.shape[1] + pairs.type)  # (X[pairs.job, pairs.type])
+        x = X.take(V.pair_positions(arr))  # (X[pairs.job, pairs.type])
     allocation = allocation_table(arr, pairs, x)
     thr_eff = V.effective_throughput(arr, X)
     # (the ids as given when there are none: the constructor's empty column)

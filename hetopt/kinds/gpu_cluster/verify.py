@@ -96,8 +96,8 @@ def _pairs_matrix(
     is the fractions put in place (``+ 0.0``: the sum the general path's ``bincount``
     makes of one value, bit for bit, ``-0.0`` included), and the jobs missing are those
     without a pair."""
-    jobs, types = codes
-    X.reshape(-1)[jobs * X.shape[1] + types] = frac + 0.0
+    jobs = codes[0]  # (the positive pairs: their flat positions are known)
+    X.reshape(-1)[pair_positions(arr)] = frac + 0.0
     seen = np.zeros(arr.num_jobs, dtype=bool)
     seen[jobs] = True
     problems: list[str] = []
@@ -217,11 +217,29 @@ _PAIRS = "_positive_pairs"
 def positive_pairs(arr: ClusterArrays) -> tuple[np.ndarray, np.ndarray]:
     """``np.nonzero(arr.thr > 0)`` as int64 arrays (job-major: the (job, type) pairs of
     positive throughput), computed once per arrays (which never change) and read-only."""
+    return _positive_pairs(arr)[:2]
+
+
+def pair_positions(arr: ClusterArrays) -> np.ndarray:
+    """The flat positions ``job * T + type`` in a jobs x types matrix of
+    :func:`positive_pairs` (read-only, made with them)."""
+    return _positive_pairs(arr)[2]
+
+
+def _positive_pairs(arr: ClusterArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     pairs = arr.__dict__.get(_PAIRS)
     if pairs is None:
-        job, typ = (a.astype(np.int64, copy=False) for a in np.nonzero(arr.thr > 0))
-        job.flags.writeable = typ.flags.writeable = False
-        pairs = arr.__dict__[_PAIRS] = (job, typ)
+        # (the flat positions, then divided: a third of 2-d nonzero's time at 20,000 x 8)
+        T = arr.thr.shape[1]
+        flat = np.flatnonzero(arr.thr > 0).astype(np.int64, copy=False)
+        if T:
+            job = flat // T
+            typ = flat - job * T
+        else:  # pragma: no cover - no types: no pairs
+            job, typ = flat.copy(), flat.copy()
+        for a in (job, typ, flat):
+            a.flags.writeable = False
+        pairs = arr.__dict__[_PAIRS] = (job, typ, flat)
     return pairs
 
 

@@ -252,3 +252,19 @@ def test_pairwise_row_sums_are_numpys_on_many_rows(types: int) -> None:
     M[7, 2], M[8, 1], M[8, 3] = np.inf, np.inf, -np.inf
     with np.errstate(invalid="ignore"):
         assert V.row_sums(M).tobytes() == M.sum(axis=1).tobytes()
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (7, 3), (50, 8), (3, 11)])
+def test_positive_pairs_are_nonzeros_pairs(shape: tuple[int, int]) -> None:
+    """The pairs (from the flat positions) are ``np.nonzero(thr > 0)``'s, int64 and
+    read-only, and their flat positions index the same entries."""
+    rng = np.random.default_rng(shape[0])
+    thr = rng.random(shape) * (rng.random(shape) < 0.6)
+    arr = SimpleNamespace(thr=thr)
+    job, typ = V.positive_pairs(arr)  # type: ignore[arg-type]
+    want_job, want_typ = np.nonzero(thr > 0)
+    assert job.dtype == typ.dtype == np.int64
+    assert np.array_equal(job, want_job) and np.array_equal(typ, want_typ)
+    flat = V.pair_positions(arr)  # type: ignore[arg-type]
+    assert np.array_equal(thr.reshape(-1)[flat], thr[want_job, want_typ])
+    assert not (job.flags.writeable or typ.flags.writeable or flat.flags.writeable)
