@@ -318,7 +318,19 @@ def check_allocation(
 
 
 def effective_throughput(arr: ClusterArrays, X: np.ndarray) -> np.ndarray:
-    return row_sums(arr.thr * np.clip(X, 0, None))
+    """Each job's throughput ``(thr * max(X, 0)).sum(axis=1)`` (:func:`row_sums`); with 8
+    to 127 types the products are written type-major (the layout
+    :func:`_pairwise_row_sums` sums; the same products, without a transposed copy)."""
+    thr = arr.thr
+    if (
+        X.ndim == 2
+        and thr.shape == X.shape
+        and 8 <= X.shape[1] < 128
+        and X.dtype == thr.dtype == np.float64
+    ):
+        rows = np.multiply(thr.T, np.clip(X, 0, None).T, order="C")
+        return _pairwise_rows(rows)
+    return row_sums(thr * np.clip(X, 0, None))
 
 
 def row_sums(M: np.ndarray) -> np.ndarray:
@@ -345,10 +357,15 @@ def _pairwise_row_sums(M: np.ndarray) -> np.ndarray:
     (entries ``j``, ``j + 8``, ... of the first ``T - T % 8``), adds them as
     ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))``, then the last ``T % 8``
     entries one by one, and adds that to 0.0."""
-    T = M.shape[1]
-    rows = M.T.copy()
+    return _pairwise_rows(M.T.copy())
+
+
+def _pairwise_rows(rows: np.ndarray) -> np.ndarray:
+    """:func:`_pairwise_row_sums` of ``M`` given as ``M.T`` in C order (a new array:
+    its first rows may be added to in place)."""
+    T = rows.shape[0]
     full = T - T % 8
-    r = rows[:8].copy() if full > 8 else rows[:8]
+    r = rows[:8]  # (rows 8 on are only read)
     for i in range(8, full, 8):
         r += rows[i : i + 8]
     out = r[0] + r[1]

@@ -268,3 +268,16 @@ def test_positive_pairs_are_nonzeros_pairs(shape: tuple[int, int]) -> None:
     flat = V.pair_positions(arr)  # type: ignore[arg-type]
     assert np.array_equal(thr.reshape(-1)[flat], thr[want_job, want_typ])
     assert not (job.flags.writeable or typ.flags.writeable or flat.flags.writeable)
+
+
+@pytest.mark.parametrize("types", [3, 7, 8, 11, 19, 130])
+def test_effective_throughput_is_the_plain_sum(types: int) -> None:
+    """Each job's throughput is ``(thr * clip(X, 0)).sum(axis=1)`` bit for bit, however
+    many types (the type-major products from 8 types on)."""
+    rng = np.random.default_rng(types)
+    thr = rng.random((300, types)) * (rng.random((300, types)) < 0.7) * 1e3
+    X = rng.random((300, types)) - 0.1  # (some negative: clipped)
+    X[:2] = -0.0
+    arr = SimpleNamespace(thr=thr)
+    got = V.effective_throughput(arr, X)  # type: ignore[arg-type]
+    assert got.tobytes() == (thr * np.clip(X, 0, None)).sum(axis=1).tobytes()
