@@ -210,10 +210,11 @@ def time_share_columns(
 ) -> tuple[pd.DataFrame, dict[str, Any], np.ndarray]:
     """:func:`time_share_tables` with the jobs table as its columns (a ``read`` adds
     its per-job column before :func:`table` makes the frame, in one step)."""
+    owned = pairs is None or x is None
     if pairs is None or x is None:
         pairs = F.Pairs(*V.positive_pairs(arr))  # (Pairs.of(arr), computed once)
         x = X.take(V.pair_positions(arr))  # (X[pairs.job, pairs.type])
-    allocation = allocation_table(arr, pairs, x)
+    allocation = allocation_table(arr, pairs, x, owned=owned)
     thr_eff = V.effective_throughput(arr, X)
     # (the ids as given when there are none: the constructor's empty column)
     ids = job_names(arr).copy() if arr.num_jobs else list(arr.job_ids)
@@ -306,14 +307,16 @@ def _floats(column: Any) -> np.ndarray:
     return np.asarray(column, dtype=float)
 
 
-def allocation_table(arr: Any, pairs: F.Pairs, x: np.ndarray) -> pd.DataFrame:
-    """``job, worker_type, fraction`` for every (job, type) pair with positive throughput."""
+def allocation_table(arr: Any, pairs: F.Pairs, x: np.ndarray, owned: bool = False) -> pd.DataFrame:
+    """``job, worker_type, fraction`` for every (job, type) pair with positive throughput
+    (``owned``: ``x`` is the table's to keep, used nowhere else)."""
     return table(
         {
             "job": _names_at(job_names(arr), pairs.job),
             "worker_type": _names_at(_type_names(arr.types), pairs.type),
-            "fraction": np.asarray(x),  # (copied by table: stacked into its block)
-        }
+            "fraction": np.asarray(x),
+        },
+        owned=owned,
     )
 
 
@@ -412,24 +415,29 @@ def _names_at(names: Any, at: np.ndarray) -> Any:
     return names.take(at)
 
 
-def table(columns: dict[str, Any]) -> pd.DataFrame:
+def table(columns: dict[str, Any], owned: bool = False) -> pd.DataFrame:
     """``pd.DataFrame(columns)`` for columns of one length made here (numpy arrays of a
     native dtype, columns of :func:`_inferred` or takes of one), built from them without
     re-inferring their dtypes. The columns are handed over: the frame holds them (pass
-    copies of arrays used elsewhere)."""
+    copies of arrays used elsewhere). The numpy columns are copied into the frame's
+    blocks (as pandas does), except with ``owned`` (the caller keeps none of them) the
+    only column of its dtype, which becomes its block as it is (a copy less: ~0.3 ms
+    at 160,000 rows)."""
     values = list(columns.values())
     n = len(values[0]) if values else 0
     if n == 0 or any(len(v) != n for v in values):  # empty columns: typed as pandas does
         return pd.DataFrame(columns)
     labels = _labels(tuple(columns))
     index = pd.RangeIndex(n)
-    frame = _assembled(values, labels, index)
+    frame = _assembled(values, labels, index, owned)
     if frame is not None:
         return frame
     return pd.DataFrame._from_arrays(values, columns=labels, index=index, verify_integrity=False)
 
 
-def _assembled(values: list[Any], labels: pd.Index, index: pd.RangeIndex) -> pd.DataFrame | None:
+def _assembled(
+    values: list[Any], labels: pd.Index, index: pd.RangeIndex, owned: bool = False
+) -> pd.DataFrame | None:
     """The frame ``DataFrame._from_arrays`` makes of ``values`` (its consolidated blocks:
     the numpy columns of one dtype stacked into one block, in column order; a pandas
     string array a block of its own), its block manager assembled directly: ~40 us less
@@ -454,7 +462,11 @@ def _assembled(values: list[Any], labels: pd.Index, index: pd.RangeIndex) -> pd.
         groups.setdefault(key, []).append(i)
     blocks: list[Any] = []
     for key, where in groups.items():
-        if isinstance(key, np.dtype):  # stacked: a copy, as pandas makes
+        numpy = isinstance(key, np.dtype)
+        only = values[where[0]] if numpy and owned and len(where) == 1 else None
+        if only is not None and only.flags.c_contiguous and only.flags.writeable:
+            blocks.append(new_block_2d(only.reshape(1, -1), BlockPlacement(tuple(where))))
+        elif numpy:  # stacked: a copy, as pandas makes
             stacked = np.empty((len(where), len(index)), dtype=key)
             for k, i in enumerate(where):
                 stacked[k] = values[i]

@@ -200,3 +200,21 @@ def test_job_names_column_is_the_inferred_column() -> None:
     jobs.loc[0, "job"] = "zz"
     alloc.loc[0, "job"] = "zz"
     assert list(M.job_names(arr)) == arr.job_ids
+
+
+def test_owned_column_becomes_its_block() -> None:
+    """With ``owned`` the only float column is the frame's block as it is (no copy); the
+    frame is the same as the copying one and can be changed in place; other dtypes'
+    groups (several columns) are stacked copies as before."""
+    rng = np.random.default_rng(3)
+    names = M._inferred([f"j{i}" for i in range(4)])
+    x = rng.random(4)
+    columns = {"job": names.copy(), "fraction": x}
+    got = M.table(dict(columns), owned=True)
+    _same_frame(got, M.table(dict(columns)))
+    assert np.shares_memory(got["fraction"].to_numpy(), x) == (M._INTERNALS is not None)
+    got.loc[0, "fraction"] = 7.0
+    assert got["fraction"].iloc[0] == 7.0
+    two = {"a": rng.random(4), "b": rng.random(4)}
+    stacked = M.table(dict(two), owned=True)
+    assert not any(np.shares_memory(stacked[c].to_numpy(), v) for c, v in two.items())
