@@ -189,7 +189,7 @@ class OneLP(BuildMethodBase):
         if group_of is None:
             X = np.zeros((arr.num_jobs, len(arr.types)))
             X[pairs.job, pairs.type] = x
-            return (*time_share_columns(arr, X, pairs, x), {})
+            return (*time_share_columns(arr, X, pairs, x, owned=True), {})
         # rows are symmetry groups: every job gets its group's shares
         Xg = np.zeros((int(group_of.max()) + 1, len(arr.types)))
         Xg[pairs.job, pairs.type] = x
@@ -206,11 +206,16 @@ def time_share_tables(
 
 
 def time_share_columns(
-    arr: Any, X: np.ndarray, pairs: F.Pairs | None = None, x: np.ndarray | None = None
+    arr: Any,
+    X: np.ndarray,
+    pairs: F.Pairs | None = None,
+    x: np.ndarray | None = None,
+    owned: bool = False,
 ) -> tuple[pd.DataFrame, dict[str, Any], np.ndarray]:
     """:func:`time_share_tables` with the jobs table as its columns (a ``read`` adds
-    its per-job column before :func:`table` makes the frame, in one step)."""
-    owned = pairs is None or x is None
+    its per-job column before :func:`table` makes the frame, in one step); ``owned``:
+    ``x`` is the allocation table's to keep (:func:`table`)."""
+    owned = owned or pairs is None or x is None
     if pairs is None or x is None:
         pairs = F.Pairs(*V.positive_pairs(arr))  # (Pairs.of(arr), computed once)
         x = X.take(V.pair_positions(arr))  # (X[pairs.job, pairs.type])

@@ -281,3 +281,22 @@ def test_effective_throughput_is_the_plain_sum(types: int) -> None:
     arr = SimpleNamespace(thr=thr)
     got = V.effective_throughput(arr, X)  # type: ignore[arg-type]
     assert got.tobytes() == (thr * np.clip(X, 0, None)).sum(axis=1).tobytes()
+
+
+def test_stored_columns_are_the_managers_values() -> None:
+    """The columns read from a frame's blocks are what its block manager's
+    ``iget_values`` gives, column by column (strings, floats, ints, objects)."""
+    from hetopt.kinds.gpu_cluster import methods as M
+
+    names = M._inferred(["a", "b", "c"])
+    df = M.table(
+        {"job": names.copy(), "x": np.arange(3.0), "n": np.arange(3), "y": np.ones(3)}
+    ).assign(o=np.array(["p", 1, None], dtype=object))
+    stored = V._stored_columns(df)
+    assert sorted(stored) == list(range(df.shape[1]))
+    for i in range(df.shape[1]):
+        want = df._mgr.iget_values(i)
+        got = stored[i]
+        assert type(got) is type(want) and got.dtype == want.dtype
+        assert np.shares_memory(np.asarray(got), np.asarray(want)) or got is want
+        assert list(np.asarray(got)) == list(np.asarray(want))
