@@ -193,7 +193,20 @@ def _dtypes(df: pd.DataFrame) -> list[Any]:
     """``df.dtypes.tolist()``: read from the frame's block manager when it has one (the
     list ``df.dtypes`` wraps in a Series, which cost ~0.1-0.3 ms a table, a sixteenth of
     a warm 2,000-job ``PersistentPolicy`` round); the public path otherwise."""
-    get = getattr(getattr(df, "_mgr", None), "get_dtypes", None)
+    manager = getattr(df, "_mgr", None)
+    blocks = getattr(manager, "blocks", None)
+    if blocks is not None:
+        # each block's dtype at its columns (what get_dtypes gives, without building a
+        # new frame's column-to-block map: ~10-35 us a frame, measured)
+        found: list[Any] = [None] * len(df.columns)
+        filled = 0
+        for blk in blocks:
+            for i in blk.mgr_locs.as_array.tolist():
+                found[i] = blk.dtype
+                filled += 1
+        if filled == len(found):
+            return found
+    get = getattr(manager, "get_dtypes", None)
     if get is not None:
         got = get()
         if len(got) == len(df.columns):

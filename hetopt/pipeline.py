@@ -555,12 +555,15 @@ def finish(
         params=_params_dict(session.params if session is not None else None),
         instance=instance,
     )
-    if result.status.has_solution:
-        result = _enforce(replace(result, verification=verify(kind, instance, result)))
+    verification = verify(kind, instance, result) if result.status.has_solution else None
     times["verify_s"] = times.get("verify_s", 0.0) + time.perf_counter() - t0
     if runtime_s is None:
         runtime_s = session.elapsed() if session is not None else sum(times.values())
-    return replace(result, timings=times, runtime_s=runtime_s)
+    # one copy of the Result with everything found since (another only when the
+    # verifier rejects the solution)
+    if verification is None:
+        return replace(result, timings=times, runtime_s=runtime_s)
+    return _enforce(replace(result, verification=verification, timings=times, runtime_s=runtime_s))
 
 
 def check(kind: Kind, instance: Any, objective: str, outcome: Outcome) -> Verification:

@@ -330,3 +330,17 @@ def test_dtypes_read_from_the_frame_are_its_dtypes(rows: int) -> None:
         got = _dtypes(frame)
         assert got == frame.dtypes.tolist()
         assert [type(d) for d in got] == [type(d) for d in frame.dtypes.tolist()]
+
+
+def test_frame_dtypes_read_from_blocks_are_pandas_dtypes() -> None:
+    """``check_tables``' dtype read (each block's dtype at its columns) is
+    ``df.dtypes.tolist()``: mixed, repeated-name, unconsolidated and empty frames."""
+    from hetopt.contract import _dtypes
+
+    mixed = pd.DataFrame({"a": [1, 2], "b": ["x", "y"], "c": [0.5, 1.5], "d": [True, False]})
+    mixed["e"] = np.array([3, 4], dtype=np.int32)  # (a block of its own, added last)
+    mixed.insert(1, "f", [9.0, 8.0])
+    repeated = pd.concat([mixed[["a", "c"]], mixed[["c"]]], axis=1)
+    frames = [mixed, repeated, pd.DataFrame(), pd.DataFrame({"a": []}), mixed.astype(object)]
+    for df in frames:
+        assert _dtypes(df) == df.dtypes.tolist()

@@ -4,6 +4,7 @@ pandas infers from the per-row object arrays (values and dtypes), empty tables i
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -118,3 +119,102 @@ def test_worker_type_column_holds_the_instances_own_names() -> None:
         tables.append(got)
     for got in tables[1:]:
         _same_frame(got, tables[0])
+
+
+def test_assembled_frame_has_the_constructors_blocks() -> None:
+    """``table``'s directly assembled frame (pandas 3) has the blocks
+    ``DataFrame._from_arrays`` makes: same dtype groups, order, placements and
+    consolidation; its float columns are copies of the ones handed over."""
+    rng = np.random.default_rng(0)
+    names = M._inferred([f"j{i}" for i in range(5)])
+    types = M._inferred(["a", "b"])
+    cases = [
+        {
+            "job": M._names_at(names, np.array([0, 1, 2, 3, 4])),
+            "worker_type": M._names_at(types, np.array([0, 1, 0, 1, 0])),
+            "fraction": rng.random(5),
+        },
+        {
+            "job": names.copy(),
+            "a": rng.random(5),
+            "c": rng.integers(0, 9, 5),
+            "b": rng.random(5),
+            "s": names.copy(),
+            "flag": rng.random(5) > 0.5,
+            "d": rng.random(5),
+        },
+        {"a": rng.random(5)},
+    ]
+    for columns in cases:
+        values = list(columns.values())
+        expected = pd.DataFrame._from_arrays(
+            values, columns=pd.Index(list(columns)), index=pd.RangeIndex(5), verify_integrity=False
+        )
+        got = M.table(dict(columns))
+        _same_frame(got, expected)
+        assert repr(got._mgr) == repr(expected._mgr)
+        assert [b.mgr_locs.as_array.tolist() for b in got._mgr.blocks] == [
+            b.mgr_locs.as_array.tolist() for b in expected._mgr.blocks
+        ]
+        assert got._mgr.is_consolidated()
+        for name, v in columns.items():
+            if isinstance(v, np.ndarray):
+                assert not np.shares_memory(got[name].to_numpy(), v)
+
+
+@pytest.mark.parametrize(
+    "names",
+    [["a", "b", "c"], ["a", None, "c"], ["a", 1, "c"], [np.str_("x"), "y"], ["a", float("nan")]],
+)
+def test_inferred_is_what_pandas_infers(names: list[Any]) -> None:
+    """``_inferred`` of strings (its direct string array) and of anything else (pandas's
+    inference) is the column ``pd.Series`` makes of the same object array: same array
+    type, dtype and values; a direct one holds the very strings given."""
+    values = np.asarray(names, dtype=object)
+    got = M._inferred(values.copy())
+    expected = pd.Series(values).array
+    if isinstance(expected.dtype, pd.StringDtype):
+        assert type(got) is type(expected) and got.dtype == expected.dtype
+        pd.testing.assert_extension_array_equal(got, expected)
+    else:
+        assert isinstance(got, np.ndarray) and got.dtype == object
+        assert list(got) == list(values) or all(
+            a is b or (a != a and b != b) for a, b in zip(got, values, strict=True)
+        )
+    if M._string_template() is not None and all(isinstance(v, str) for v in names):
+        assert all(h is v for h, v in zip(np.asarray(got), values, strict=True))
+
+
+def test_job_names_column_is_the_inferred_column() -> None:
+    """The cached ``job`` column of an instance is pandas's column of its ids, and the
+    tables' ``job`` columns taken from it are writable copies (the cache is never
+    written: it rests on the verifier's read-only ids)."""
+    from hetopt.kinds.gpu_cluster import generate
+
+    arr = generate(6, "k80=2,v100=2", seed=2).arrays
+    names = M.job_names(arr)
+    expected = pd.Series(np.asarray(arr.job_ids, dtype=object)).array
+    assert type(names) is type(expected) and names.dtype == expected.dtype
+    pd.testing.assert_extension_array_equal(names, expected)
+    alloc, jobs, _ = M.time_share_tables(arr, np.full(arr.thr.shape, 0.1) * arr.allowed)
+    jobs.loc[0, "job"] = "zz"
+    alloc.loc[0, "job"] = "zz"
+    assert list(M.job_names(arr)) == arr.job_ids
+
+
+def test_owned_column_becomes_its_block() -> None:
+    """With ``owned`` the only float column is the frame's block as it is (no copy); the
+    frame is the same as the copying one and can be changed in place; other dtypes'
+    groups (several columns) are stacked copies as before."""
+    rng = np.random.default_rng(3)
+    names = M._inferred([f"j{i}" for i in range(4)])
+    x = rng.random(4)
+    columns = {"job": names.copy(), "fraction": x}
+    got = M.table(dict(columns), owned=True)
+    _same_frame(got, M.table(dict(columns)))
+    assert np.shares_memory(got["fraction"].to_numpy(), x) == (M._INTERNALS is not None)
+    got.loc[0, "fraction"] = 7.0
+    assert got["fraction"].iloc[0] == 7.0
+    two = {"a": rng.random(4), "b": rng.random(4)}
+    stacked = M.table(dict(two), owned=True)
+    assert not any(np.shares_memory(stacked[c].to_numpy(), v) for c, v in two.items())

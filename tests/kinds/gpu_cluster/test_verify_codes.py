@@ -3,6 +3,8 @@ and the hash lookup it falls back to give the same matrix and the same problems.
 
 from __future__ import annotations
 
+import dataclasses
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -112,7 +114,7 @@ def test_pair_codes_fall_back_to_the_lookup(case: str) -> None:
     assert bool(problems) == (case in ("unknown_job", "unknown_type", "missing_job"))
 
 
-@pytest.mark.parametrize("types", [1, 2, 3, 4, 5, 6, 7, 8, 9, 12])
+@pytest.mark.parametrize("types", [1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17, 24, 31, 40, 127, 128])
 def test_row_sums_are_numpys_bit_for_bit(types: int) -> None:
     """The tables' time shares and throughputs are summed a column at a time: the same
     bits as ``sum(axis=1)`` (values of many magnitudes, zeros, negative zeros)."""
@@ -187,3 +189,114 @@ def test_job_id_objects_are_the_ids_read_only() -> None:
     assert all(a is b for a, b in zip(ids, arr.job_ids, strict=True))
     X, problems = V.allocation_matrix(arr, _table())
     assert not problems and np.array_equal(X, _plain(arr, _table())[0])
+
+
+def _methods_table(arr: Any, fraction: np.ndarray) -> pd.DataFrame:
+    """The allocation table as the methods build it (their string columns, taken)."""
+    from hetopt.kinds.gpu_cluster import methods as M
+
+    pairs = SimpleNamespace(job=V.positive_pairs(arr)[0], type=V.positive_pairs(arr)[1])
+    return M.allocation_table(arr, pairs, fraction)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("case", ["methods", "object", "signed_zero", "nan", "unpaired"])
+def test_solo_column_read_gives_the_lookup_answer(case: str) -> None:
+    """The verifier's one-time read of a solo table's columns (block manager, the pair
+    fast path, fractions put in place) gives the hash lookup's matrix bit for bit and its
+    problems: the methods' tables, object columns, -0.0 and NaN fractions, and a job
+    without any pair (missing from every table)."""
+    arr = GpuClusterInstance.from_dict(DATA).arrays
+    if case == "unpaired":  # (validation refuses such a job: arrays made by hand)
+        thr = arr.thr.copy()
+        thr[2] = 0.0
+        arr = dataclasses.replace(arr, thr=thr, allowed=arr.allowed & (thr > 0))
+    rows = len(V.positive_pairs(arr)[0])
+    fraction = np.linspace(0.0, 0.3, rows)
+    if case == "signed_zero":
+        fraction[::2] = -0.0
+    elif case == "nan":
+        fraction[3] = np.nan
+    df = _methods_table(arr, fraction)
+    if case == "object":
+        df = df.astype({"job": object, "worker_type": object})
+    assert V._solo_columns(df) is not None
+    got, problems = V.allocation_matrix(arr, df)
+    want, want_problems = _plain(arr, df)
+    assert got.tobytes() == want.tobytes()
+    assert problems == want_problems
+    assert bool(problems) == (case == "unpaired")
+
+
+def test_solo_columns_fall_back_for_other_tables() -> None:
+    """Tables the one-time read does not take (pair rows, a repeated column name, a
+    fraction column of another type) go the general way with its answer."""
+    arr = GpuClusterInstance.from_dict(DATA).arrays
+    df = _table()
+    with_pairs = df.assign(other_job="")
+    repeated = pd.concat([df, df[["fraction"]]], axis=1)
+    as_text = df.astype({"fraction": object})
+    for other in (with_pairs, repeated, as_text):
+        assert V._solo_columns(other) is None
+    got, problems = V.allocation_matrix(arr, as_text)
+    want, want_problems = _plain(arr, df)
+    assert got.tobytes() == want.tobytes() and problems == want_problems
+
+
+@pytest.mark.parametrize("types", [8, 11, 19])
+def test_pairwise_row_sums_are_numpys_on_many_rows(types: int) -> None:
+    """The 8-to-127-column sums are numpy's bit for bit on 20,000 rows too (infinities,
+    NaN, signed zeros)."""
+    rng = np.random.default_rng(types)
+    M = rng.random((20_000, types)) * rng.choice([1e-12, 1.0, 1e8], size=(20_000, types))
+    M[rng.random(M.shape) < 0.2] = -0.0
+    M[7, 2], M[8, 1], M[8, 3] = np.inf, np.inf, -np.inf
+    with np.errstate(invalid="ignore"):
+        assert V.row_sums(M).tobytes() == M.sum(axis=1).tobytes()
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (7, 3), (50, 8), (3, 11)])
+def test_positive_pairs_are_nonzeros_pairs(shape: tuple[int, int]) -> None:
+    """The pairs (from the flat positions) are ``np.nonzero(thr > 0)``'s, int64 and
+    read-only, and their flat positions index the same entries."""
+    rng = np.random.default_rng(shape[0])
+    thr = rng.random(shape) * (rng.random(shape) < 0.6)
+    arr = SimpleNamespace(thr=thr)
+    job, typ = V.positive_pairs(arr)  # type: ignore[arg-type]
+    want_job, want_typ = np.nonzero(thr > 0)
+    assert job.dtype == typ.dtype == np.int64
+    assert np.array_equal(job, want_job) and np.array_equal(typ, want_typ)
+    flat = V.pair_positions(arr)  # type: ignore[arg-type]
+    assert np.array_equal(thr.reshape(-1)[flat], thr[want_job, want_typ])
+    assert not (job.flags.writeable or typ.flags.writeable or flat.flags.writeable)
+
+
+@pytest.mark.parametrize("types", [3, 7, 8, 11, 19, 130])
+def test_effective_throughput_is_the_plain_sum(types: int) -> None:
+    """Each job's throughput is ``(thr * clip(X, 0)).sum(axis=1)`` bit for bit, however
+    many types (the type-major products from 8 types on)."""
+    rng = np.random.default_rng(types)
+    thr = rng.random((300, types)) * (rng.random((300, types)) < 0.7) * 1e3
+    X = rng.random((300, types)) - 0.1  # (some negative: clipped)
+    X[:2] = -0.0
+    arr = SimpleNamespace(thr=thr)
+    got = V.effective_throughput(arr, X)  # type: ignore[arg-type]
+    assert got.tobytes() == (thr * np.clip(X, 0, None)).sum(axis=1).tobytes()
+
+
+def test_stored_columns_are_the_managers_values() -> None:
+    """The columns read from a frame's blocks are what its block manager's
+    ``iget_values`` gives, column by column (strings, floats, ints, objects)."""
+    from hetopt.kinds.gpu_cluster import methods as M
+
+    names = M._inferred(["a", "b", "c"])
+    df = M.table(
+        {"job": names.copy(), "x": np.arange(3.0), "n": np.arange(3), "y": np.ones(3)}
+    ).assign(o=np.array(["p", 1, None], dtype=object))
+    stored = V._stored_columns(df)
+    assert sorted(stored) == list(range(df.shape[1]))
+    for i in range(df.shape[1]):
+        want = df._mgr.iget_values(i)
+        got = stored[i]
+        assert type(got) is type(want) and got.dtype == want.dtype
+        assert np.shares_memory(np.asarray(got), np.asarray(want)) or got is want
+        assert list(np.asarray(got)) == list(np.asarray(want))
