@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import pandas as pd
-from pandas._libs import lib
 
 from ...contract import UNSET, BuildMethodBase, Built, Outcome, SolveView
 from ...status import Status
@@ -189,7 +188,7 @@ class OneLP(BuildMethodBase):
         if group_of is None:
             X = np.zeros((arr.num_jobs, len(arr.types)))
             X[pairs.job, pairs.type] = x
-            return (*time_share_columns(arr, X, pairs, x, owned=True), {})
+            return (*time_share_columns(arr, X, pairs, x), {})
         # rows are symmetry groups: every job gets its group's shares
         Xg = np.zeros((int(group_of.max()) + 1, len(arr.types)))
         Xg[pairs.job, pairs.type] = x
@@ -210,16 +209,13 @@ def time_share_columns(
     X: np.ndarray,
     pairs: F.Pairs | None = None,
     x: np.ndarray | None = None,
-    owned: bool = False,
 ) -> tuple[pd.DataFrame, dict[str, Any], np.ndarray]:
     """:func:`time_share_tables` with the jobs table as its columns (a ``read`` adds
-    its per-job column before :func:`table` makes the frame, in one step); ``owned``:
-    ``x`` is the allocation table's to keep (:func:`table`)."""
-    owned = owned or pairs is None or x is None
+    its per-job column before :func:`table` makes the frame, in one step)."""
     if pairs is None or x is None:
         pairs = F.Pairs(*V.positive_pairs(arr))  # (Pairs.of(arr), computed once)
         x = X.take(V.pair_positions(arr))  # (X[pairs.job, pairs.type])
-    allocation = allocation_table(arr, pairs, x, owned=owned)
+    allocation = allocation_table(arr, pairs, x)
     thr_eff = V.effective_throughput(arr, X)
     # (the ids as given when there are none: the constructor's empty column)
     ids = job_names(arr).copy() if arr.num_jobs else list(arr.job_ids)
@@ -312,16 +308,14 @@ def _floats(column: Any) -> np.ndarray:
     return np.asarray(column, dtype=float)
 
 
-def allocation_table(arr: Any, pairs: F.Pairs, x: np.ndarray, owned: bool = False) -> pd.DataFrame:
-    """``job, worker_type, fraction`` for every (job, type) pair with positive throughput
-    (``owned``: ``x`` is the table's to keep, used nowhere else)."""
+def allocation_table(arr: Any, pairs: F.Pairs, x: np.ndarray) -> pd.DataFrame:
+    """``job, worker_type, fraction`` for every (job, type) pair with positive throughput."""
     return table(
         {
             "job": _names_at(job_names(arr), pairs.job),
             "worker_type": _names_at(_type_names(arr.types), pairs.type),
             "fraction": np.asarray(x),
-        },
-        owned=owned,
+        }
     )
 
 
@@ -348,7 +342,7 @@ def _inferred(names: list[str] | np.ndarray) -> Any:
     values = names if isinstance(names, np.ndarray) else np.asarray(names, dtype=object)
     if len(values):
         template = _string_template()
-        if template is not None and lib.is_string_array(values, skipna=False):
+        if template is not None and pd.api.types.infer_dtype(values, skipna=False) == "string":
             return template._from_backing_data(values)
         column = pd.Series(values).array
         if isinstance(column.dtype, pd.StringDtype):
@@ -420,83 +414,18 @@ def _names_at(names: Any, at: np.ndarray) -> Any:
     return names.take(at)
 
 
-def table(columns: dict[str, Any], owned: bool = False) -> pd.DataFrame:
+def table(columns: dict[str, Any]) -> pd.DataFrame:
     """``pd.DataFrame(columns)`` for columns of one length made here (numpy arrays of a
     native dtype, columns of :func:`_inferred` or takes of one), built from them without
     re-inferring their dtypes. The columns are handed over: the frame holds them (pass
-    copies of arrays used elsewhere). The numpy columns are copied into the frame's
-    blocks (as pandas does), except with ``owned`` (the caller keeps none of them) the
-    only column of its dtype, which becomes its block as it is (a copy less: ~0.3 ms
-    at 160,000 rows)."""
+    copies of arrays used elsewhere)."""
     values = list(columns.values())
     n = len(values[0]) if values else 0
     if n == 0 or any(len(v) != n for v in values):  # empty columns: typed as pandas does
         return pd.DataFrame(columns)
-    labels = _labels(tuple(columns))
-    index = pd.RangeIndex(n)
-    frame = _assembled(values, labels, index, owned)
-    if frame is not None:
-        return frame
-    return pd.DataFrame._from_arrays(values, columns=labels, index=index, verify_integrity=False)
-
-
-def _assembled(
-    values: list[Any], labels: pd.Index, index: pd.RangeIndex, owned: bool = False
-) -> pd.DataFrame | None:
-    """The frame ``DataFrame._from_arrays`` makes of ``values`` (its consolidated blocks:
-    the numpy columns of one dtype stacked into one block, in column order; a pandas
-    string array a block of its own), its block manager assembled directly: ~40 us less
-    a table, measured (its dtype grouping, per-column checks and placement inference).
-    ``None`` (the general path) for any other column or pandas."""
-    parts = _INTERNALS
-    if parts is None:
-        return None
-    BlockPlacement, ExtensionBlock, new_block_2d, BlockManager = parts
-    # grouped as pandas's ``_form_blocks`` groups them: by numpy dtype, or by the
-    # identity of an extension dtype; the groups' blocks in the order first seen
-    groups: dict[Any, list[int]] = {}
-    for i, v in enumerate(values):
-        if type(v) is np.ndarray:
-            if v.ndim != 1 or v.dtype.kind not in "biuf":
-                return None
-            key: Any = v.dtype
-        elif type(v) is pd.arrays.StringArray:
-            key = id(v.dtype)
-        else:
-            return None
-        groups.setdefault(key, []).append(i)
-    blocks: list[Any] = []
-    for key, where in groups.items():
-        numpy = isinstance(key, np.dtype)
-        only = values[where[0]] if numpy and owned and len(where) == 1 else None
-        if only is not None and only.flags.c_contiguous and only.flags.writeable:
-            blocks.append(new_block_2d(only.reshape(1, -1), BlockPlacement(tuple(where))))
-        elif numpy:  # stacked: a copy, as pandas makes
-            stacked = np.empty((len(where), len(index)), dtype=key)
-            for k, i in enumerate(where):
-                stacked[k] = values[i]
-            blocks.append(new_block_2d(stacked, BlockPlacement(tuple(where))))
-        else:
-            blocks.extend(ExtensionBlock(values[i], BlockPlacement(i), ndim=2) for i in where)
-    manager = BlockManager(tuple(blocks), [labels, index], verify_integrity=False)
-    manager._consolidate_inplace()
-    return pd.DataFrame._from_mgr(manager, manager.axes)
-
-
-def _internals() -> tuple[Any, ...] | None:
-    """pandas's block classes :func:`_assembled` uses (pandas 3; ``None`` elsewhere)."""
-    if int(pd.__version__.split(".")[0]) < 3:
-        return None
-    try:
-        from pandas._libs.internals import BlockPlacement
-        from pandas.core.internals.blocks import ExtensionBlock, new_block_2d
-        from pandas.core.internals.managers import BlockManager
-    except ImportError:  # pragma: no cover - a pandas that moved them
-        return None
-    return BlockPlacement, ExtensionBlock, new_block_2d, BlockManager
-
-
-_INTERNALS = _internals()
+    return pd.DataFrame._from_arrays(
+        values, columns=_labels(tuple(columns)), index=pd.RangeIndex(n), verify_integrity=False
+    )
 
 
 _LABELS: dict[tuple[str, ...], pd.Index] = {}

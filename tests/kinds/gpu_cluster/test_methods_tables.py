@@ -121,47 +121,6 @@ def test_worker_type_column_holds_the_instances_own_names() -> None:
         _same_frame(got, tables[0])
 
 
-def test_assembled_frame_has_the_constructors_blocks() -> None:
-    """``table``'s directly assembled frame (pandas 3) has the blocks
-    ``DataFrame._from_arrays`` makes: same dtype groups, order, placements and
-    consolidation; its float columns are copies of the ones handed over."""
-    rng = np.random.default_rng(0)
-    names = M._inferred([f"j{i}" for i in range(5)])
-    types = M._inferred(["a", "b"])
-    cases = [
-        {
-            "job": M._names_at(names, np.array([0, 1, 2, 3, 4])),
-            "worker_type": M._names_at(types, np.array([0, 1, 0, 1, 0])),
-            "fraction": rng.random(5),
-        },
-        {
-            "job": names.copy(),
-            "a": rng.random(5),
-            "c": rng.integers(0, 9, 5),
-            "b": rng.random(5),
-            "s": names.copy(),
-            "flag": rng.random(5) > 0.5,
-            "d": rng.random(5),
-        },
-        {"a": rng.random(5)},
-    ]
-    for columns in cases:
-        values = list(columns.values())
-        expected = pd.DataFrame._from_arrays(
-            values, columns=pd.Index(list(columns)), index=pd.RangeIndex(5), verify_integrity=False
-        )
-        got = M.table(dict(columns))
-        _same_frame(got, expected)
-        assert repr(got._mgr) == repr(expected._mgr)
-        assert [b.mgr_locs.as_array.tolist() for b in got._mgr.blocks] == [
-            b.mgr_locs.as_array.tolist() for b in expected._mgr.blocks
-        ]
-        assert got._mgr.is_consolidated()
-        for name, v in columns.items():
-            if isinstance(v, np.ndarray):
-                assert not np.shares_memory(got[name].to_numpy(), v)
-
-
 @pytest.mark.parametrize(
     "names",
     [["a", "b", "c"], ["a", None, "c"], ["a", 1, "c"], [np.str_("x"), "y"], ["a", float("nan")]],
@@ -200,21 +159,3 @@ def test_job_names_column_is_the_inferred_column() -> None:
     jobs.loc[0, "job"] = "zz"
     alloc.loc[0, "job"] = "zz"
     assert list(M.job_names(arr)) == arr.job_ids
-
-
-def test_owned_column_becomes_its_block() -> None:
-    """With ``owned`` the only float column is the frame's block as it is (no copy); the
-    frame is the same as the copying one and can be changed in place; other dtypes'
-    groups (several columns) are stacked copies as before."""
-    rng = np.random.default_rng(3)
-    names = M._inferred([f"j{i}" for i in range(4)])
-    x = rng.random(4)
-    columns = {"job": names.copy(), "fraction": x}
-    got = M.table(dict(columns), owned=True)
-    _same_frame(got, M.table(dict(columns)))
-    assert np.shares_memory(got["fraction"].to_numpy(), x) == (M._INTERNALS is not None)
-    got.loc[0, "fraction"] = 7.0
-    assert got["fraction"].iloc[0] == 7.0
-    two = {"a": rng.random(4), "b": rng.random(4)}
-    stacked = M.table(dict(two), owned=True)
-    assert not any(np.shares_memory(stacked[c].to_numpy(), v) for c, v in two.items())
