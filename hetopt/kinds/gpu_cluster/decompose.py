@@ -47,6 +47,7 @@ from ...executors import SubmitExecutor, run_all
 from ...options import SolveOptions
 from ...result import Result
 from ...status import Status
+from .formulations import row_groups as _row_groups
 from .maxmin import MaxMinProblem, MaxMinSolution, kappa_of
 
 if TYPE_CHECKING:
@@ -365,9 +366,7 @@ def row_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Groups of equal rows of ``key``: ``(group of each row, first row of each group,
     rows per group)``, groups numbered by first occurrence (as ``np.unique(key, axis=0)``
     grouped): :func:`.formulations.row_groups`, with integer counts."""
-    from .formulations import row_groups as grouped
-
-    group, first, counts = grouped(np.asarray(key, dtype=float))
+    group, first, counts = _row_groups(np.asarray(key, dtype=float))
     return group, first, counts.astype(np.int64)
 
 

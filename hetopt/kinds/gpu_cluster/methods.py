@@ -205,10 +205,7 @@ def time_share_tables(
 
 
 def time_share_columns(
-    arr: Any,
-    X: np.ndarray,
-    pairs: F.Pairs | None = None,
-    x: np.ndarray | None = None,
+    arr: Any, X: np.ndarray, pairs: F.Pairs | None = None, x: np.ndarray | None = None
 ) -> tuple[pd.DataFrame, dict[str, Any], np.ndarray]:
     """:func:`time_share_tables` with the jobs table as its columns (a ``read`` adds
     its per-job column before :func:`table` makes the frame, in one step)."""
@@ -337,17 +334,26 @@ def _inferred(names: list[str] | np.ndarray) -> Any:
     """The column pandas makes of the list ``names``: its string array when it infers
     the string dtype (pandas >= 3), else the names as an object array (pandas 2, or
     values that are not all strings). An object array of strings becomes that string
-    array without pandas's inference and copy (:func:`_string_template`; the array is
-    its backing, so pass one nothing changes)."""
+    array without pandas's inference and copy (:func:`string_column`)."""
     values = names if isinstance(names, np.ndarray) else np.asarray(names, dtype=object)
     if len(values):
-        template = _string_template()
-        if template is not None and pd.api.types.infer_dtype(values, skipna=False) == "string":
-            return template._from_backing_data(values)
+        if pd.api.types.infer_dtype(values, skipna=False) == "string":
+            direct = string_column(values)
+            if direct is not None:
+                return direct
         column = pd.Series(values).array
         if isinstance(column.dtype, pd.StringDtype):
             return column
     return values
+
+
+def string_column(values: np.ndarray) -> Any | None:
+    """The string array pandas infers from ``values`` (an object array the caller knows
+    holds only strings), holding ``values`` itself as its backing (so pass one nothing
+    changes); ``None`` when pandas would make another kind of column
+    (:func:`_string_template`)."""
+    template = _string_template()
+    return None if template is None else template._from_backing_data(values)
 
 
 _TEMPLATES: dict[tuple[bool, str], Any] = {}

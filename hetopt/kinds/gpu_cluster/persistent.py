@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from typing import TYPE_CHECKING, Annotated, Any, cast
@@ -18,7 +18,7 @@ from ...options import SolveOptions
 from .data import ClusterArrays, GpuClusterInstance, GpuJob
 from .formulations import agnostic_throughputs, job_groups
 from .maxmin import INF, MaxMinLayout, Pairs
-from .methods import job_names, set_job_names
+from .methods import job_names, set_job_names, string_column
 from .verify import job_id_objects, set_job_id_objects
 
 if TYPE_CHECKING:
@@ -149,35 +149,12 @@ class _Changes:
     """Arrivals after them: each batch's validated jobs and their arrays."""
 
 
-def _pass_names(
-    old: ClusterArrays, new: ClusterArrays, derive: Callable[[Any], Any | None]
-) -> None:
-    """Give ``new`` the result tables' ``job`` column derived from ``old``'s (a take or
-    a concatenation, instead of inferring it from every id again) when it is pandas's
-    string array: a part of it, or two joined, is what pandas infers from the same
-    strings. An object array of ids (pandas 2) is left to be made again."""
-    if old.job_ids is new.job_ids:  # (the same ids: their object array too)
-        set_job_id_objects(new, job_id_objects(old))
-    names = job_names(old)
-    if isinstance(names.dtype, pd.StringDtype):
-        derived = derive(names)
-        if derived is not None:
-            set_job_names(new, derived)
-
-
-def _string_names(names: Any, ids: np.ndarray) -> Any | None:
-    """The ``job`` column of the ids ``ids`` (a read-only object array of strings) made
-    like ``names``, the column of an earlier arrays: pandas's string array of them,
-    holding ``ids`` itself (what pandas infers from the same strings; it is only ever
-    copied or taken); ``None`` (inferred again when needed) for any other column (an
-    object array of ids, pandas 2) or a string array not laid out so."""
-    if not isinstance(names.dtype, pd.StringDtype):
-        return None
-    backing = getattr(names, "_ndarray", None)
-    make = getattr(names, "_from_backing_data", None)
-    if not isinstance(backing, np.ndarray) or backing.dtype != object or make is None:
-        return None
-    return make(ids)
+def _pass_names(old: ClusterArrays, new: ClusterArrays) -> None:
+    """Give ``new``, whose ids are ``old``'s (the same list), ``old``'s read-only id array
+    (:func:`~.verify.job_id_objects`) and the result tables' ``job`` column made of it,
+    instead of making them again from every id."""
+    set_job_id_objects(new, job_id_objects(old))
+    set_job_names(new, job_names(old))
 
 
 def _restore_basis(h: Any, col_status: list[Any], row_status: list[Any]) -> None:
@@ -452,7 +429,7 @@ class PersistentPolicy:
             allowed[0] if one else np.concatenate(allowed),
         )
         set_job_id_objects(arr, ids_obj)
-        names = _string_names(job_names(base), ids_obj) if strings else None
+        names = string_column(ids_obj) if strings else None
         if names is not None:
             set_job_names(arr, names)
         return arr, jobs
@@ -682,7 +659,7 @@ class PersistentPolicy:
                 f"jobs[{i}]",
             )
         arr = ClusterArrays(old.job_ids, types, thr, old.scale, old.weight, old.steps, wk, allowed)
-        _pass_names(old, arr, lambda names: names)
+        _pass_names(old, arr)
         h = self._h
         reps = self._reps()
         if added:
@@ -926,7 +903,7 @@ class PersistentPolicy:
         arr = ClusterArrays(
             old.job_ids, old.types, thr, scale, weight_a, steps, old.workers, allowed
         )
-        _pass_names(old, arr, lambda names: names)
+        _pass_names(old, arr)
         self._check_weights(arr, jobs)
         if self.symmetry:
             self._regroup(rows, old, arr)
