@@ -118,6 +118,25 @@ def _start_method() -> str:
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
+def _add_forkserver_preload(ctx: Any) -> None:
+    """Add :data:`PRELOAD` to the modules the process's forkserver imports, keeping the
+    ones the program asked for itself.
+
+    ``set_forkserver_preload`` replaces the list, and the forkserver is shared by the
+    whole process: setting :data:`PRELOAD` alone dropped a program's own choice. Python
+    offers no getter, so the list is read from the forkserver object (where CPython keeps
+    it); Python's default (``["__main__"]``, which the program did not choose) and a list
+    that is not found are replaced, as before."""
+    import multiprocessing.forkserver as forkserver
+
+    current = getattr(getattr(forkserver, "_forkserver", None), "_preload_modules", None)
+    names = list(current) if isinstance(current, list | tuple) else []
+    if names == ["__main__"]:
+        names = []
+    names += [m for m in PRELOAD if m not in names]
+    ctx.set_forkserver_preload(names)
+
+
 def process_pool(workers: int) -> ProcessPoolExecutor:
     """The process-wide pool of ``workers`` processes (started at the first call, reused
     by every later one; a broken pool is replaced). Not to be shut down by the caller:
@@ -130,7 +149,7 @@ def process_pool(workers: int) -> ProcessPoolExecutor:
             return pool
         ctx = multiprocessing.get_context(_start_method())
         if ctx.get_start_method() == "forkserver":
-            ctx.set_forkserver_preload(list(PRELOAD))  # type: ignore[attr-defined]
+            _add_forkserver_preload(ctx)
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker)
         _POOLS[workers] = pool
         return pool
