@@ -412,25 +412,3 @@ def test_price_directed_reduced_lp_equals_monolithic(
     _, cg = _as_monolithic(inst, objective, symmetry=False)
     assert not cg.info.get("bottleneck_fill", False)
     assert 0 < cg.info["reduced_rows"] <= 600 // 2  # (these instances: the reduced LP closed)
-
-
-def test_z_upper_is_the_maximum_over_each_rows_pairs() -> None:
-    """:func:`colgen.z_upper_of` (a rows x types matrix) is the minimum over the rows of
-    ``np.maximum.at`` over each row's pairs from 0: pairs in any order, rows with no
-    pair (0), the last types with none, negative coefficients, ``z_max``."""
-    import numpy as np
-
-    rng = np.random.default_rng(3)
-    for trial in range(60):
-        n, T = int(rng.integers(1, 30)), int(rng.integers(1, 9))
-        keep = rng.random(n * T) < (0.95 if trial % 2 else 0.5)
-        flat = np.flatnonzero(keep)
-        if trial % 3 == 0:
-            flat = rng.permutation(flat)
-        coef = rng.choice([0.25, 0.5, 1.0, 2.5], size=len(flat)) * rng.choice([-1.0, 1.0, 1.0])
-        p = colgen.Pricing(flat // T, flat % T, np.ones(len(flat)), coef)
-        best = np.zeros(n)
-        np.maximum.at(best, p.row, p.coef)
-        for z_max in (None, 0.3, 10.0):
-            want = float(best.min()) if z_max is None else min(float(best.min()), z_max)
-            assert colgen.z_upper_of(p, n, z_max) == want
