@@ -101,8 +101,10 @@ class Pricing:
     @classmethod
     def of(cls, lp: M.MaxMinLP) -> Pricing:
         b = lp.columns[0]
-        ok = np.ones(len(b), dtype=bool) if b.open is None else b.open
         coef = lp.row_scale[b.row] * b.rate * lp.coefficient_scale
+        if b.open is None or b.open.all():  # the block's own arrays (no copies: 0.8 ms)
+            return cls(b.row, b.type, b.usage, coef)
+        ok = b.open
         return cls(b.row[ok], b.type[ok], b.usage[ok], coef[ok])
 
     def __len__(self) -> int:

@@ -412,3 +412,28 @@ def test_price_directed_reduced_lp_equals_monolithic(
     _, cg = _as_monolithic(inst, objective, symmetry=False)
     assert not cg.info.get("bottleneck_fill", False)
     assert 0 < cg.info["reduced_rows"] <= 600 // 2  # (these instances: the reduced LP closed)
+
+
+def test_pricing_holds_the_open_pairs_of_the_lp() -> None:
+    """:meth:`colgen.Pricing.of` holds exactly the LP's open pairs (in column order) with
+    their value coefficients, whether every pair is open (the block's own arrays) or a
+    type has too few GPUs for some jobs."""
+    import numpy as np
+
+    from hetopt.kinds.gpu_cluster import formulations as F
+
+    inst = _eight_types(40, 2)
+    data = inst.to_dict()
+    closed = GpuClusterInstance.from_dict({**data, "workers": {**data["workers"], "g3": 1}})
+    opened = []
+    for case in (inst, closed):
+        lp = F.max_min_lp(case.arrays)
+        b = lp.columns[0]
+        ok = np.ones(len(b), dtype=bool) if b.open is None else np.asarray(b.open)
+        opened.append(bool(ok.all()))
+        coef = lp.row_scale[b.row] * b.rate * lp.coefficient_scale
+        p = colgen.Pricing.of(lp)
+        for got, want in ((p.row, b.row), (p.type, b.type), (p.usage, b.usage), (p.coef, coef)):
+            assert got.dtype == want.dtype
+            assert np.array_equal(got, want[ok])
+    assert opened == [True, False]
