@@ -275,7 +275,7 @@ def row_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if new.all():  # no two rows alike: each row its own group, in row order
         return np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64), np.ones(n)
     starts = np.flatnonzero(new)
-    first = order[starts]  # in sorted order of the groups
+    first = np.minimum.reduceat(order, starts)  # each group's first row, groups sorted
     counts = np.diff(np.append(starts, n))
     inverse = np.empty(n, dtype=np.int64)
     inverse[order] = np.cumsum(new) - 1
@@ -300,20 +300,22 @@ def _row_hash(key: np.ndarray) -> np.ndarray:
 
 
 def _row_order(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A stable order of the rows of ``key`` in which equal rows are contiguous, and
-    where each run of equal rows starts (in that order).
+    """An order of the rows of ``key`` in which equal rows are contiguous, and where
+    each run of equal rows starts (in that order); within a run the rows may come in
+    any order (:func:`row_groups` takes each run's smallest row).
 
     Sorted by :func:`_row_hash` (one sort instead of ``np.lexsort``'s one per column:
-    3 ms against 25 ms at 20,000 x 18, measured); when two neighbours with the same hash
-    differ (a collision, or a NaN, which equals nothing) the rows are sorted by every
-    column instead (``np.lexsort``), as before. Either order is stable, so a run starts
-    at the first row of its group and the partition is the same."""
+    3 ms against 25 ms at 20,000 x 18, measured; numpy's default sort, not the stable
+    one: 0.4 ms against 1.6 ms on 20,000 hashes, measured); when two neighbours with the
+    same hash differ (a collision, or a NaN, which equals nothing) the rows are sorted by
+    every column instead (``np.lexsort``), as before. Either order gives the same runs,
+    so the partition is the same."""
     n = key.shape[0]
     new = np.ones(n, dtype=bool)
     if n < 2:
         return np.arange(n), new
     h = _row_hash(key)
-    order = np.argsort(h, kind="stable")
+    order = np.argsort(h)
     hs = h[order]
     same = np.flatnonzero(hs[1:] == hs[:-1])  # neighbours of one hash: equal rows?
     if not (key[order[same + 1]] != key[order[same]]).any():

@@ -276,6 +276,65 @@ def test_ways_in_blocks_equal_the_loop_over_type_pairs(monkeypatch: pytest.Monke
             assert np.array_equal(x, y)
 
 
+def _ways_full_grid(d: colgen.Dense, w, z: float):  # type: ignore[no-untyped-def]
+    """Each row's cheapest way from all ``T x (T + 1)`` candidates of every row (``inf``
+    where no way), first minimum by ``argmin`` (as :meth:`Ways.at` was before it took the
+    rows by their number of types below ``z``; NaN prices give NaN ways, as there)."""
+    import numpy as np
+
+    n, T = d.coef.shape
+    price = np.where(d.has, w[None, :] * d.usage, np.inf)
+    cf, pr, hs = d.coef.T, price.T, d.has.T
+    ok_b, ok_a = hs & (cf >= z), hs & (cf < z)
+    cand = np.empty((T, T + 1, n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cand[:, 0, :] = np.where(ok_b, z / cf * pr, np.inf)
+        pa, pb, ca, cb = pr[None], pr[:, None], cf[None], cf[:, None]
+        val = ((pb - pa) * (z - ca)) / (cb - ca) + pa
+        cand[:, 1:, :] = np.where(ok_b[:, None, :] & ok_a[None, :, :], val, np.inf)
+    flat = cand.reshape(T * (T + 1), n)
+    k = flat.argmin(axis=0)
+    cols = np.arange(n)
+    first = flat[k, cols].copy()
+    flat[k, cols] = np.inf
+    second = flat.min(axis=0)
+    found = np.isfinite(first)
+    b = np.where(found, k // (T + 1), -1)
+    a = np.where(found, np.r_[-1, np.arange(T)][k % (T + 1)], -1)
+    return a, b, first, second
+
+
+def test_ways_by_types_below_z_equal_the_full_grid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """:meth:`colgen.Ways.at` (rows taken by their number of types below ``z``) gives the
+    ways of the full grid of candidates bit for bit, NaN where it has NaN: ties, missing
+    pairs, rows with no way, prices 0, ``-0.0``, ``inf`` and NaN, ``z`` of 0 and below,
+    blocks of one row and of many."""
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    for trial in range(300):
+        monkeypatch.setattr(colgen, "WAYS_BLOCK", int(rng.choice([1, 7, 50, 16_384])))
+        n, T = int(rng.integers(1, 120)), int(rng.integers(1, 10))
+        coef = rng.choice([0.5, 1.0, 1.5, 2.0, 3.0], size=(n, T)) * rng.choice([1.0, 1.3])
+        if trial % 4 == 0:
+            coef = rng.uniform(0.1, 3.0, size=(n, T))
+        has = rng.random((n, T)) < rng.choice([0.5, 0.9, 1.0])
+        usage = rng.choice([1.0, 2.0, 4.0], size=(n, T))
+        pair = np.where(has, np.arange(n * T).reshape(n, T), -1)
+        d = colgen.Dense(np.where(has, coef, 0.0), np.where(has, usage, 0.0), has, pair)
+        w = rng.choice([0.0, 0.25, 1.0, 2.0], size=T) if trial % 2 else rng.random(T)
+        for every, value in ((5, np.nan), (7, np.inf), (3, -0.0)):
+            if trial % every == 0:
+                w[rng.integers(T)] = value
+        z = float(rng.choice([0.7, 1.0, 1.5, 2.2, 5.0, 0.0, -1.0]))
+        with np.errstate(invalid="ignore"):  # (inf * 0: numpy warns in both)
+            got = colgen.Ways.at(d, w, z)
+            want = _ways_full_grid(d, w, z)
+        for x, y in zip((got.a, got.b, got.cost, got.second), want, strict=True):
+            assert x.dtype == y.dtype
+            assert np.array_equal(x, y, equal_nan=True)
+
+
 def test_first_min_is_argmin_over_the_first_axis() -> None:
     """:func:`colgen._first_min` (reductions along the rows) is ``argmin(axis=0)``:
     ties to the first row, columns all ``inf``, ``-0.0`` against ``0.0``, NaN."""
@@ -353,3 +412,28 @@ def test_price_directed_reduced_lp_equals_monolithic(
     _, cg = _as_monolithic(inst, objective, symmetry=False)
     assert not cg.info.get("bottleneck_fill", False)
     assert 0 < cg.info["reduced_rows"] <= 600 // 2  # (these instances: the reduced LP closed)
+
+
+def test_pricing_holds_the_open_pairs_of_the_lp() -> None:
+    """:meth:`colgen.Pricing.of` holds exactly the LP's open pairs (in column order) with
+    their value coefficients, whether every pair is open (the block's own arrays) or a
+    type has too few GPUs for some jobs."""
+    import numpy as np
+
+    from hetopt.kinds.gpu_cluster import formulations as F
+
+    inst = _eight_types(40, 2)
+    data = inst.to_dict()
+    closed = GpuClusterInstance.from_dict({**data, "workers": {**data["workers"], "g3": 1}})
+    opened = []
+    for case in (inst, closed):
+        lp = F.max_min_lp(case.arrays)
+        b = lp.columns[0]
+        ok = np.ones(len(b), dtype=bool) if b.open is None else np.asarray(b.open)
+        opened.append(bool(ok.all()))
+        coef = lp.row_scale[b.row] * b.rate * lp.coefficient_scale
+        p = colgen.Pricing.of(lp)
+        for got, want in ((p.row, b.row), (p.type, b.type), (p.usage, b.usage), (p.coef, coef)):
+            assert got.dtype == want.dtype
+            assert np.array_equal(got, want[ok])
+    assert opened == [True, False]

@@ -189,6 +189,25 @@ def _unique_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return rank[inverse.ravel()].astype(np.int64), first[order], counts[order].astype(float)
 
 
+def test_pairs_are_the_positive_throughputs_job_major() -> None:
+    """:meth:`maxmin.Pairs.of` (from the flat positions) is ``np.nonzero(thr > 0)`` as
+    int64 arrays: jobs with no usable type, every type, one type, no jobs."""
+
+    class Arrays:
+        def __init__(self, thr: np.ndarray) -> None:
+            self.thr = thr
+
+    rng = np.random.default_rng(4)
+    thrs = [rng.random((n, T)) * (rng.random((n, T)) < 0.6) for n, T in ((50, 8), (7, 1), (30, 3))]
+    thrs += [np.zeros((5, 4)), np.ones((6, 2)), np.zeros((0, 3))]
+    for thr in thrs:
+        pairs = M.Pairs.of(Arrays(thr))  # type: ignore[arg-type]
+        job, typ = np.nonzero(thr > 0)
+        assert pairs.job.dtype == np.int64 and pairs.type.dtype == np.int64
+        assert np.array_equal(pairs.job, job) and np.array_equal(pairs.type, typ)
+        assert pairs.job.flags.writeable and pairs.type.flags.writeable
+
+
 def test_row_groups_is_the_unique_partition() -> None:
     rng = np.random.default_rng(0)
     keys = []
