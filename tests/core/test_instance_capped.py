@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
 import hetopt.instance as I
 from hetopt.errors import InstanceError
@@ -220,7 +220,9 @@ def test_ignoring_twin_ignores_only_the_records_own_unknown_keys() -> None:
 def test_records_known() -> None:
     keys = {"outers": frozenset({"id", "inner"})}
     known = I._records_known
-    assert known({"outers": [{"id": "a"}, {"id": "b", "inner": None}]}, keys)
+    assert known({"outers": [{"id": "a"}, {"id": "b", "inner": None}]}, keys) == {
+        "outers": frozenset({"id", "inner"})
+    }
     assert known({"outers": []}, keys) and known({"outers": None}, keys) and known({}, keys)
     for records in (
         [{"id": "a"}, {"id": "b", "zz": 1}],
@@ -269,3 +271,26 @@ def test_records_of_unknown_or_odd_keys_keep_todays_errors(monkeypatch: pytest.M
             assert got[0] == "ok", got
         else:
             assert got[0] == "error" and got[1].startswith(start), (data, got)
+
+
+class Seen(InstanceBase):
+    kind: Literal["seen"] = "seen"
+    recs: list[Rec]
+    more: list[Solo] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _keep(self, info: ValidationInfo) -> Seen:
+        self.__dict__["seen"] = (I.record_keys(info, "recs"), I.record_keys(info, "more"))
+        return self
+
+
+def test_record_keys_tell_the_keys_the_records_used() -> None:
+    data: dict[str, Any] = {"recs": [{"id": "a"}, {"id": "b", "size": 2}]}
+    assert Seen.from_dict(data).seen == (frozenset({"id", "size"}), frozenset())
+    data["more"] = [{"id": "c"}]
+    assert Seen.from_dict(data).seen == (frozenset({"id", "size"}), frozenset({"id"}))
+    assert Seen.from_dict({"recs": []}).seen == (frozenset(), frozenset())
+    # other records, or another way in: not known
+    assert Seen.from_dict({"recs": [{"id": "a"}, Rec(id="b")]}).seen == (None, None)
+    assert Seen.model_validate(data).seen == (None, None)
+    assert Seen(recs=[Rec(id="a")]).seen == (None, None)

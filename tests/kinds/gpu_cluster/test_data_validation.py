@@ -67,3 +67,25 @@ def test_odd_jobs_keep_todays_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _judged_as_today(elastic, monkeypatch)[0] == "ok"
     elastic["jobs"][0]["elastic"]["zz"] = 1
     assert _judged_as_today(elastic, monkeypatch) == ("error", ("jobs[0].elastic.zz", UNKNOWN))
+
+
+def test_current_workers_and_elastic_are_checked_when_a_job_names_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the plain-jobs check reads elastic and current_workers only when some job record
+    # names them (hetopt.instance.record_keys): named in one job of many, they count
+    base = generate(30, "k80=8,v100=8", seed=5).to_dict()
+    data = copy.deepcopy(base)
+    data["jobs"][7]["current_workers"] = data["jobs"][7].get("scale_factor", 1) + 1
+    field, message = _judged_as_today(data, monkeypatch)[1]
+    assert field == "jobs[7].current_workers" and message.startswith("a job that is not elastic")
+    data["jobs"][7]["current_workers"] = data["jobs"][7].get("scale_factor", 1)
+    assert _judged_as_today(data, monkeypatch)[0] == "ok"
+    mixed = copy.deepcopy(base)
+    mixed["jobs"][20] = {
+        "id": "e",
+        "elastic": {"workers": [1, 2], "throughput": {"v100": [1.0, 1.8]}},
+    }
+    assert _judged_as_today(mixed, monkeypatch)[0] == "ok"
+    assert GpuClusterInstance.from_dict(mixed).has_elastic
+    assert not GpuClusterInstance.from_dict(base).has_elastic
