@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, model_validator
 from pydantic.json_schema import DEFAULT_REF_TEMPLATE, GenerateJsonSchema, JsonSchemaMode
 from pydantic_core import SchemaValidator
 
@@ -294,7 +294,10 @@ class InstanceBase(BaseModel):
         Records (no columns) of a model whose every number pydantic-core can bound
         are validated by :func:`_capped_validator`'s copy of the schema, which enforces
         :data:`MAX_ABS` itself; the Python walk of :func:`_find_huge` then runs only when
-        validation fails, to name the first offender as it always has.
+        validation fails, to name the first offender as it always has. When every record
+        is a plain dict of known keys, its twin that does not scan records for unknown
+        keys (:func:`_ignoring_validator`) validates instead, to the same verdict, and
+        tells a kind's checks which keys the records used (:func:`record_keys`).
 
         Python's cyclic garbage collector is paused meanwhile
         (:func:`hetopt.collector.paused`): validating ``n`` records allocates a few ``n``
@@ -310,8 +313,14 @@ class InstanceBase(BaseModel):
                     is_columnar(data[k]) for k in cls._record_fields() if k in data
                 ):
                     return cls.model_validate(data)
+                ignoring = _ignoring_validator(cls)
+                seen = _records_known(data, ignoring[1]) if ignoring is not None else None
+                context = None
+                if ignoring is not None and seen is not None:
+                    capped = ignoring[0]  # the same verdict, without the unknown-key scan
+                    context = {_RECORD_KEYS: seen}  # for record_keys
                 try:
-                    return capped.validate_python(data)
+                    return capped.validate_python(data, context=context)
                 except ValidationError:
                     found = _find_huge(data)  # what the uncapped schema would have reported
                     if found is not None:
@@ -395,6 +404,104 @@ def _capped_validator(cls: type[InstanceBase]) -> SchemaValidator | None:
             cached = _build_validator(schema)
         type.__setattr__(cls, "_hetopt_capped", cached)
     return cached  # type: ignore[no-any-return]
+
+
+def _ignoring_validator(
+    cls: type[InstanceBase],
+) -> tuple[SchemaValidator, dict[str, frozenset[str]]] | None:
+    """:func:`_capped_validator`'s twin whose records (the items of ``cls``'s
+    list-of-records fields) ignore unknown keys instead of forbidding them, and the keys
+    the records of each such field may have; ``None`` when ``cls`` has no such field
+    (built on first use).
+
+    :meth:`InstanceBase.from_dict` uses it only for data whose records are plain dicts of
+    those keys (:func:`_records_known`): there pydantic-core's scan of every record's
+    keys for unknown ones (forbid) finds nothing, so both validators give the same
+    instance or the same errors, and the scan costs ~5 ms at 20,000 GPU jobs (measured).
+    Nested models (a job's ``elastic``) and the instance itself still forbid."""
+    cached = cls.__dict__.get("_hetopt_capped_ignoring", _KEEP)
+    if cached is _KEEP:
+        cached = None
+        schema = _capped_schema(cls.__pydantic_core_schema__) if cls.__pydantic_complete__ else None
+        if schema is not None:
+            keys = _ignore_record_extras(schema, cls._record_fields())
+            if keys:
+                cached = (_build_validator(schema), keys)
+        type.__setattr__(cls, "_hetopt_capped_ignoring", cached)
+    return cached  # type: ignore[no-any-return]
+
+
+def _ignore_record_extras(schema: Any, names: Iterable[str]) -> dict[str, frozenset[str]]:
+    """Make the record model of each list-of-records field ``names`` of ``schema`` (a
+    fresh :func:`_capped_schema`, changed in place; its ``config`` dicts are shared with
+    the model's own schema, so they are replaced, not changed) ignore unknown keys; the
+    keys each changed field's records may have. A record model whose fields have
+    aliases, or a field whose schema is not a list of models, is left as it is."""
+    top = _top_model(schema)["schema"]
+    fields = top.get("fields", {}) if top.get("type") == "model-fields" else {}
+    out: dict[str, frozenset[str]] = {}
+    for name in names:
+        if name not in fields:
+            continue
+        node = fields[name]["schema"]
+        while node.get("type") in ("default", "nullable", "function-after"):
+            node = node["schema"]
+        if node.get("type") != "list":
+            continue
+        record = node["items_schema"]
+        while record.get("type") == "function-after":
+            record = record["schema"]
+        inner = record.get("schema") or {}
+        if record.get("type") != "model" or inner.get("type") != "model-fields":
+            continue
+        if any("validation_alias" in f for f in inner["fields"].values()):
+            continue  # a record's keys are not then its field names
+        record["config"] = {**(record.get("config") or {}), "extra_fields_behavior": "ignore"}
+        inner["extra_behavior"] = "ignore"
+        out[name] = frozenset(inner["fields"])
+    return out
+
+
+def _records_known(
+    data: Mapping[str, Any], keys: dict[str, frozenset[str]]
+) -> dict[str, frozenset[str]] | None:
+    """The keys the records of each field ``keys`` names use, when every such record
+    is a plain ``dict`` whose keys are all among that field's (absent and ``None``
+    fields have no records); ``None`` otherwise.
+
+    Set operations in C: ~1.5 ms at 20,000 GPU jobs (measured), against the ~5 ms the
+    ignoring validator saves (:func:`_ignoring_validator`). A key that is equal to a
+    field name by ``==`` and ``hash`` is taken for it: ``str`` and its subclasses that
+    keep ``str``'s comparison are judged by their text alike."""
+    seen: dict[str, frozenset[str]] = {}
+    for name, allowed in keys.items():
+        records = data.get(name)
+        if records is None:
+            seen[name] = frozenset()
+            continue
+        if type(records) is not list or not {dict}.issuperset(map(type, records)):
+            return None
+        used = frozenset().union(*records)
+        if not allowed.issuperset(used):
+            return None
+        seen[name] = used
+    return seen
+
+
+_RECORD_KEYS = "hetopt_record_keys"
+
+
+def record_keys(info: ValidationInfo, field: str) -> frozenset[str] | None:
+    """In a kind's ``after`` model validator (one that takes ``info``): the keys that
+    any record of the list-of-records ``field`` had, when :meth:`InstanceBase.from_dict`
+    validated records that were all plain dicts of known keys, else ``None`` (other
+    input, or another way in). A field no record names holds its default in every
+    record, so a check of it can be skipped (``gpu_cluster``: ``elastic``)."""
+    context = info.context
+    if not isinstance(context, dict):
+        return None
+    seen = context.get(_RECORD_KEYS)
+    return seen.get(field) if isinstance(seen, dict) else None
 
 
 _BUILD_LOCK = threading.Lock()

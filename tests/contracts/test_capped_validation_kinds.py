@@ -2,7 +2,9 @@
 (:func:`hetopt.instance._capped_validator`) are judged exactly as by the model's own
 validator, whose ``_reject_huge_numbers`` walks every value in Python: the same
 instances accepted (equal), the same error (message, field path, file) for every
-rejected one, huge numbers anywhere, several problems at once, numpy scalars."""
+rejected one, huge numbers anywhere, several problems at once, numpy scalars. Records
+of known keys validated by the twin that skips the unknown-key scan
+(:func:`hetopt.instance._ignoring_validator`) are judged as by the capped validator."""
 
 from __future__ import annotations
 
@@ -139,3 +141,61 @@ def test_shipped_instances_and_numpy_scalars_are_accepted_alike(
             elif isinstance(v, int) and not isinstance(v, bool):
                 _get(d, p[:-1])[p[-1]] = np.int64(v)
         _both(monkeypatch, d)
+
+
+def test_every_kind_with_records_has_an_ignoring_twin() -> None:
+    twins = 0
+    for model in _models():
+        got = I._ignoring_validator(model)
+        records = model._record_fields()
+        if not records:
+            assert got is None, model
+            continue
+        assert got is not None, model
+        assert "Prebuilt" not in repr(got[0]), model
+        for name, rec in records.items():  # all but records with aliases (their keys)
+            aliased = any(f.validation_alias for f in rec.model_fields.values())
+            assert (name in got[1]) == (not aliased), (model, name)
+            if name in got[1]:
+                assert got[1][name] == set(rec.model_fields), (model, name)
+        twins += 1
+    assert twins >= 5
+
+
+def _direct(validator: Any, data: Any) -> tuple[str, Any]:
+    try:
+        return "accepted", validator.validate_python(data).to_dict()
+    except Exception as exc:  # compared, not handled
+        if isinstance(exc, I.ValidationError):
+            return "rejected", [(e["type"], e["loc"], e["msg"]) for e in exc.errors()]
+        return type(exc).__name__, str(exc)
+
+
+def test_single_field_mutations_are_judged_alike_by_the_ignoring_twin(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seeded single-field mutations of every shipped instance (values replaced, fields
+    deleted, unknown fields added in records and elsewhere) and the shipped instances
+    themselves: the same outcome through ``from_dict`` with and without the twin, and
+    where the twin applies, the same pydantic errors from both validators."""
+    cases = [data for _label, data in shipped()]
+    cases += [m.data for m in mutations(seed=11, per_instance=60)]
+    eligible = unknown_in_records = 0
+    for data in cases:
+        with_twin = _outcome(data, None)
+        with monkeypatch.context() as m:
+            m.setattr(I, "_ignoring_validator", lambda cls: None)
+            assert with_twin == _outcome(data, None), data
+        kind = data.get("kind")
+        if not isinstance(kind, str) or kind not in hetopt.kind_names():
+            continue
+        model = get_kind(kind).instance_model
+        got = I._ignoring_validator(model)
+        if got is None or I._capped_validator(model) is None:
+            continue
+        if I._records_known(data, got[1]):
+            eligible += 1
+            assert _direct(got[0], data) == _direct(I._capped_validator(model), data), data
+        elif with_twin[0] == "rejected" and "unknown field" in with_twin[1][0]:
+            unknown_in_records += 1
+    assert eligible > 300 and unknown_in_records > 10, (eligible, unknown_in_records)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
 import hetopt.instance as I
 from hetopt.errors import InstanceError
@@ -165,3 +165,132 @@ def test_record_classes_keep_their_own_validators() -> None:
     assert "__pydantic_complete__" in Rec.__dict__
     # a record built on its own is not an instance: no magnitude cap, as before
     assert Rec(id="a", size=10**13).size == 10**13
+
+
+class Inner(RecordBase):
+    a: int = 0
+
+
+class Outer(RecordBase):
+    id: str
+    inner: Inner | None = None
+
+
+class Solo(RecordBase):
+    id: str
+
+
+class WithOuter(InstanceBase):
+    kind: Literal["outer"] = "outer"
+    outers: list[Outer]
+    single: Solo | None = None  # a record, but not in a list of records
+
+
+class Aliased(RecordBase):
+    x: float = Field(1.0, validation_alias="X")
+
+
+class WithAliased(InstanceBase):
+    kind: Literal["aliased"] = "aliased"
+    recs: list[Aliased]
+
+
+def test_ignoring_twin_ignores_only_the_records_own_unknown_keys() -> None:
+    got = I._ignoring_validator(WithOuter)
+    assert got is not None
+    twin, keys = got
+    assert keys == {"outers": frozenset({"id", "inner"})}
+    assert "Prebuilt" not in repr(twin)
+    assert twin.validate_python({"outers": [{"id": "a", "zz": 1}]}).outers[0].id == "a"
+    for data in (
+        {"outers": [{"id": "a", "inner": {"a": 1, "zz": 1}}]},  # nested models still forbid
+        {"outers": [{"id": "a"}], "single": {"id": "b", "zz": 1}},
+        {"outers": [{"id": "a"}], "zz": 1},  # and so does the instance
+        {"outers": [{"id": "a", "inner": {"a": 10**13}}]},  # and the cap holds
+    ):
+        with pytest.raises(ValidationError):
+            twin.validate_python(data)
+    # the record classes keep their own validators (forbid)
+    assert Outer.__pydantic_complete__ is True
+    with pytest.raises(ValidationError):
+        Outer(id="a", zz=1)  # type: ignore[call-arg]
+    assert I._ignoring_validator(WithAliased) is None  # keys are not field names there
+
+
+def test_records_known() -> None:
+    keys = {"outers": frozenset({"id", "inner"})}
+    known = I._records_known
+    assert known({"outers": [{"id": "a"}, {"id": "b", "inner": None}]}, keys) == {
+        "outers": frozenset({"id", "inner"})
+    }
+    assert known({"outers": []}, keys) and known({"outers": None}, keys) and known({}, keys)
+    for records in (
+        [{"id": "a"}, {"id": "b", "zz": 1}],
+        [{"id": "a"}, {1: "b"}],
+        [{"id": "a"}, ["id"]],
+        [{"id": "a"}, Outer(id="b")],
+        [{"id": "a"}, _Dict(id="b")],
+        ({"id": "a"},),
+        "id",
+    ):
+        assert not known({"outers": records}, keys), records
+
+
+class _Dict(dict):  # type: ignore[type-arg]
+    pass
+
+
+def test_records_of_unknown_or_odd_keys_keep_todays_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    def outcome(data: dict[str, Any]) -> tuple[str, Any]:
+        try:
+            return "ok", WithOuter.from_dict(data).model_dump()
+        except InstanceError as exc:
+            return "error", str(exc)
+
+    recs = [{"id": "a"}, {"id": "b", "inner": {"a": 1}}, {"id": "c"}]
+    cases: list[tuple[dict[str, Any], str | None]] = [
+        ({"outers": recs}, None),
+        ({"outers": [*recs[:2], {"id": "c", "zz": 1}]}, "outers[2].zz: unknown field"),
+        ({"outers": [{"id": "a", "zz": 1}, *recs[1:]]}, "outers[0].zz: unknown field"),
+        ({"outers": [{"id": 7}, {"id": "b", "zz": 1}]}, "outers[0].id: Input should be"),
+        ({"outers": [{"id": "a", 1: 2}]}, "outers[0][1]: Keys should be strings"),
+        ({"outers": [{"id": "a"}, ["id"]]}, "outers[1]: Input should be"),
+        ({"outers": [{"id": "a"}, Outer(id="b")]}, None),
+        ({"outers": [_Dict(id="a"), {"id": "b", "zz": 1}]}, "outers[1].zz: unknown field"),
+        ({"outers": ({"id": "a"},)}, "outers: Input should be a valid list"),
+        ({"outers": recs, "zz": 1}, "zz: unknown field"),
+        ({"outers": [{"id": "a", "inner": {"zz": 1}}]}, "outers[0].inner.zz: unknown field"),
+        ({"outers": [{"id": "a", "inner": {"a": 1e13}}]}, "outers[0].inner.a: number too large"),
+    ]
+    for data, start in cases:
+        got = outcome(data)
+        with monkeypatch.context() as m:
+            m.setattr(I, "_ignoring_validator", lambda cls: None)
+            assert got == outcome(data), data
+        if start is None:
+            assert got[0] == "ok", got
+        else:
+            assert got[0] == "error" and got[1].startswith(start), (data, got)
+
+
+class Seen(InstanceBase):
+    kind: Literal["seen"] = "seen"
+    recs: list[Rec]
+    more: list[Solo] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _keep(self, info: ValidationInfo) -> Seen:
+        self.__dict__["seen"] = (I.record_keys(info, "recs"), I.record_keys(info, "more"))
+        return self
+
+
+def test_record_keys_tell_the_keys_the_records_used() -> None:
+    data: dict[str, Any] = {"recs": [{"id": "a"}, {"id": "b", "size": 2}]}
+    assert Seen.from_dict(data).seen == (frozenset({"id", "size"}), frozenset())
+    data["more"] = [{"id": "c"}]
+    assert Seen.from_dict(data).seen == (frozenset({"id", "size"}), frozenset({"id"}))
+    assert Seen.from_dict({"recs": []}).seen == (frozenset(), frozenset())
+    # other records, or another way in: not known
+    assert Seen.from_dict({"recs": [{"id": "a"}, Rec(id="b")]}).seen == (None, None)
+    assert Seen.model_validate(data).seen == (None, None)
+    assert Seen(recs=[Rec(id="a")]).seen == (None, None)
