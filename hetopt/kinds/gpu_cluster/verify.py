@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...contract import frame_blocks
 from ...result import Verification
 from .data import ClusterArrays, GpuClusterInstance
 
@@ -137,18 +138,17 @@ def _solo_columns(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 def _stored_columns(df: pd.DataFrame) -> dict[Any, Any]:
     """Each column's values as the frame stores them (what its block manager's
     ``iget_values`` gives: an extension array, or a row of a 2-d numpy block), by
-    position, read from the blocks and their placements (a new frame's column-to-block
-    map is built on first use, ~10-35 us, measured; this walks its few blocks). Empty
-    for a frame without a block manager."""
+    position, read from the blocks and their placements (:func:`hetopt.contract.frame_blocks`;
+    a new frame's column-to-block map is built on first use, ~10-35 us, measured; this
+    walks its few blocks). Empty for a frame without a block manager."""
     out: dict[Any, Any] = {}
-    for blk in getattr(getattr(df, "_mgr", None), "blocks", ()):
-        locs = blk.mgr_locs.as_array
+    for locs, blk in frame_blocks(df):
         values = blk.values
         if getattr(values, "ndim", 0) == 1:  # an extension array: one column
             if len(locs) == 1:
-                out[int(locs[0])] = values
+                out[locs[0]] = values
         else:
-            for k, i in enumerate(locs.tolist()):
+            for k, i in enumerate(locs):
                 out[i] = values[k]
     return out
 
