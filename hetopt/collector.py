@@ -8,8 +8,9 @@ One policy for the package:
   :meth:`hetopt.instance.InstanceBase.from_dict` validates under it.
 * :func:`paused_until_solver`: :func:`hetopt.solve`'s scope. The collector stays off from
   reading the instance until HiGHS's first run starts; :func:`resume` (called by the
-  HiGHS wrapper as it hands a run to its worker thread) turns it back on and runs the
-  young collection that is due at once, on the main thread while HiGHS works. A solve
+  HiGHS wrapper once its worker thread is inside the run, which releases the GIL) turns
+  it back on and runs the young collection that is due at once, on the main thread
+  while HiGHS works. A solve
   that never reaches HiGHS turns it back on, and runs that collection, before it returns:
   the collection is always paid inside the solve, never left to the caller's next line.
 
@@ -27,7 +28,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["paused", "paused_until_solver", "resume"]
+__all__ = ["held", "paused", "paused_until_solver", "resume"]
 
 _PAUSED = threading.local()
 """``held``: this thread's :func:`paused_until_solver` turned the collector off and
@@ -60,6 +61,12 @@ def paused_until_solver() -> Iterator[None]:
         yield
     finally:
         resume()
+
+
+def held() -> bool:
+    """Whether this thread's :func:`paused_until_solver` holds the collector off (until
+    :func:`resume`)."""
+    return bool(getattr(_PAUSED, "held", False))
 
 
 def resume() -> None:

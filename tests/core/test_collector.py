@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import json
 import threading
+import time
 import weakref
 from pathlib import Path
 from typing import Any
@@ -130,6 +131,37 @@ def test_solve_resumes_the_collector_while_highs_runs(monkeypatch: pytest.Monkey
     result = hetopt.solve(_data())
     assert result.status == hetopt.Status.OPTIMAL and result.verification.ok
     assert calls and calls[0] == (False, True)  # paused until then, a run in flight
+
+
+def test_the_held_collection_runs_once_highs_is_inside_its_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The main thread runs the held-back collection only after the worker entered the
+    run: a collection holds the GIL, and the worker needs the GIL to start HiGHS, so a
+    collection run as the job is handed over runs before HiGHS, not beside it."""
+    from hetopt import highs
+
+    order: list[str] = []
+    real = collector.resume
+
+    class Run:
+        def run(self) -> str:
+            order.append("run")
+            time.sleep(0.05)  # (HiGHS releases the GIL here)
+            order.append("run ended")
+            return "ok"
+
+    def spy() -> None:
+        if collector.held():  # (the block's end calls it again, with nothing held)
+            order.append("resume")
+        real()
+
+    monkeypatch.setattr(highs.collector, "resume", spy)
+    with collector.paused_until_solver():
+        assert not gc.isenabled()
+        assert highs._run_waiting(Run()) == "ok"
+        assert gc.isenabled()  # (resumed inside the run, not at the block's end)
+    assert order == ["run", "resume", "run ended"]
 
 
 def test_solve_leaves_the_collector_on_after_bad_input() -> None:
