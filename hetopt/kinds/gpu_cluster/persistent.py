@@ -138,6 +138,36 @@ def _job_problem(i: int, job: GpuJob, workers: Mapping[str, int], instance: Any)
         )
 
 
+_SLICED = 64
+"""Removed jobs up to which :func:`_kept` copies the kept runs of a list slice by
+slice (more: one pass with :func:`itertools.compress`)."""
+
+
+def _kept(items: list[Any], keep: np.ndarray) -> list[Any]:
+    """``[x for x, k in zip(items, keep) if k]``: the items at the positions ``keep``
+    marks, in order. A round's few removals leave long runs of kept items, copied a
+    slice at a time (2,000 jobs, 20 removed: ~4x faster than a pass over every item)."""
+    gone = np.flatnonzero(~keep)
+    if len(gone) > _SLICED:
+        return list(compress(items, keep.tolist()))  # (numpy booleans: 3x slower)
+    out: list[Any] = []
+    start = 0
+    for g in gone.tolist():
+        out += items[start:g]
+        start = g + 1
+    out += items[start:]
+    return out
+
+
+def _all_strings(ids: np.ndarray) -> bool:
+    """Whether pandas infers ``ids`` (an object array) as strings
+    (``infer_dtype(ids, skipna=False) == "string"``), without asking it when every id is
+    exactly a ``str`` (validated ids always are: pandas then says ``"string"``)."""
+    if len(ids) and all(type(i) is str for i in ids):
+        return True
+    return bool(pd.api.types.infer_dtype(ids, skipna=False) == "string")
+
+
 @dataclass
 class _Changes:
     """Removals and arrivals not yet written into :attr:`PersistentPolicy.instance`
@@ -387,36 +417,33 @@ class PersistentPolicy:
         if extra is not None:
             added.append(extra)
         old_ids = job_id_objects(base)
-        m = base.num_jobs if keep is None else int(np.count_nonzero(keep))
-        ids_obj = np.empty(m + sum(add.num_jobs for _, add in added), dtype=object)
         if keep is None:
-            ids_obj[:m] = old_ids
+            id_parts = [old_ids]
             jobs = list(inst.jobs)
             thr, scale, weight = [base.thr], [base.scale], [base.weight]
             steps, allowed = [base.steps], [base.allowed]
         else:
             rows = np.flatnonzero(keep)  # (take: a 2-d boolean mask is 4x slower)
-            np.take(old_ids, rows, out=ids_obj[:m])
-            jobs = list(compress(inst.jobs, keep.tolist()))  # (numpy booleans: 3x slower)
+            id_parts = [old_ids[keep]]
+            jobs = _kept(inst.jobs, keep)
             thr, scale, weight = (
                 [base.thr.take(rows, axis=0)],
                 [base.scale[keep]],
                 [base.weight[keep]],
             )
             steps, allowed = [base.steps[keep]], [base.allowed.take(rows, axis=0)]
-        at = m
         strings = True  # every arriving id a string (validated ids always are)
         for batch, add in added:
             new_ids = job_id_objects(add)
-            ids_obj[at : at + len(new_ids)] = new_ids
-            at += len(new_ids)
-            strings = strings and pd.api.types.infer_dtype(new_ids, skipna=False) == "string"
+            id_parts.append(new_ids)
+            strings = strings and _all_strings(new_ids)
             jobs.extend(batch)
             thr.append(add.thr)
             scale.append(add.scale)
             weight.append(add.weight)
             steps.append(add.steps)
             allowed.append(add.allowed)
+        ids_obj = np.concatenate(id_parts)  # (a new array, also of one part)
         one = len(thr) == 1
         arr = ClusterArrays(
             ids_obj.tolist(),
