@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
@@ -92,11 +93,16 @@ def _group_keys(arr: ClusterArrays, rows: np.ndarray, by_steps: bool) -> list[by
     weight, throughputs, and steps for makespan; the usable types follow from these and
     the cluster), as bytes. Jobs with equal keys are interchangeable in the LP."""
     rows = np.asarray(rows, dtype=np.int64)
-    cols = [arr.scale[rows, None], arr.weight[rows, None], arr.thr[rows]]
+    T = arr.thr.shape[1]
+    key = np.empty((len(rows), T + 2 + by_steps))  # (C order: a row's bytes in a run)
+    key[:, 0] = arr.scale[rows]
+    key[:, 1] = arr.weight[rows]
+    key[:, 2 : 2 + T] = arr.thr[rows]
     if by_steps:
-        cols.append(arr.steps[rows, None])
-    key = np.ascontiguousarray(np.hstack(cols), dtype=float) + 0.0  # -0.0 is 0.0
-    return [r.tobytes() for r in key]
+        key[:, -1] = arr.steps[rows]
+    key += 0.0  # -0.0 is 0.0
+    data, width = key.tobytes(), key.shape[1] * key.itemsize
+    return [data[a : a + width] for a in range(0, len(data), width)]
 
 
 def _job_problem(i: int, job: GpuJob, workers: Mapping[str, int], instance: Any) -> None:
@@ -570,9 +576,8 @@ class PersistentPolicy:
         g = changed[g]
         usage = (self._gscale[g] * self._mult[g]).tolist()
         rows, cols = self._cap_row[t].tolist(), self._col[g, t].tolist()
-        h = self._h
-        for r, c, v in zip(rows, cols, usage, strict=True):
-            h.changeCoeff(r, c, v)
+        # (one C-level loop of calls; HiGHS's statuses were never read)
+        deque(map(self._h.changeCoeff, rows, cols, usage), maxlen=0)
         self._mult_hi[changed] = self._mult[changed]
 
     def _drop_groups(self, dead: np.ndarray) -> None:
@@ -753,9 +758,7 @@ class PersistentPolicy:
                 raise InstanceError(f"duplicate job id {job.id!r}", f"jobs[{i}].id")
             fresh.add(job.id)
             self._require_steps(i, job)
-        add = ClusterArrays.from_instance(
-            GpuClusterInstance.model_construct(workers=workers, jobs=batch)
-        )
+        add = ClusterArrays.of_jobs(batch, workers)
         self._check_weights_with(batch, add)
         k, g0 = add.num_jobs, self.num_groups
         local = np.arange(k)  # the new jobs' rows in add (after the others' in the instance)
@@ -799,6 +802,16 @@ class PersistentPolicy:
             return
         from .inputs import MAX_WEIGHT_RATIO
 
+        # the extremes of a superset first (the instance's jobs before the removals):
+        # their ratio is at least the true one, so within the limit it is too
+        base, changes = self._instance.arrays, self._changes
+        parts = [base.weight, add.weight]
+        if changes is not None:
+            parts += [a.weight for _, a in changes.added]
+        hi = max(float(p.max()) for p in parts)
+        lo = min(float(p.min()) for p in parts)
+        if hi / lo <= MAX_WEIGHT_RATIO:
+            return
         w = np.concatenate([self._weights(), add.weight])
         if float(w.max() / w.min()) <= MAX_WEIGHT_RATIO:
             return
@@ -839,13 +852,15 @@ class PersistentPolicy:
             self._write_changes()  # (arrivals first: the removals are rows of the base)
         base = self._instance.arrays
         changes = self._changes
-        if changes is None or changes.keep is None:
+        if changes is None or changes.keep is None:  # (no arrivals: the jobs are base's)
             kept_base = np.ones(base.num_jobs, dtype=bool)
+            kept_base[idx] = False
+            keep = kept_base  # (both only read from now on)
         else:
             kept_base = changes.keep.copy()
-        kept_base[np.flatnonzero(kept_base)[idx]] = False  # (the jobs' rows in base)
-        keep = np.ones(n, dtype=bool)
-        keep[idx] = False
+            kept_base[np.flatnonzero(kept_base)[idx]] = False  # (the jobs' rows in base)
+            keep = np.ones(n, dtype=bool)
+            keep[idx] = False
         left = np.bincount(self._group_of[idx], minlength=self.num_groups).astype(float)
         mult = self._mult - left
         self._mult = mult  # (written before the next solve)
@@ -860,11 +875,15 @@ class PersistentPolicy:
         """Positions of jobs ``ids`` in :attr:`instance` (a :class:`UsageError` naming
         the first unknown id)."""
         slot = self._slot_of
-        for k, j in enumerate(ids):
-            if j not in slot:
-                raise UsageError(f"{what}: unknown job id {j!r} (ids[{k}]); {nothing}")
-        want = np.fromiter((slot[j] for j in ids), dtype=np.int64, count=len(ids))
-        return np.searchsorted(self._slots, want)
+        try:  # (an unhashable id raises TypeError here, as in the test below)
+            want: list[int] | None = [slot[j] for j in ids]
+        except KeyError:
+            want = None
+        if want is None:  # (raised outside the handler: no exception context)
+            for k, j in enumerate(ids):
+                if j not in slot:
+                    raise UsageError(f"{what}: unknown job id {j!r} (ids[{k}]); {nothing}")
+        return np.searchsorted(self._slots, np.array(want, dtype=np.int64))
 
     def update_jobs(
         self,
@@ -911,9 +930,7 @@ class PersistentPolicy:
         jobs = list(inst.jobs)
         for r, job in zip(rows, batch, strict=True):
             jobs[int(r)] = job
-        add = ClusterArrays.from_instance(
-            GpuClusterInstance.model_construct(workers=dict(inst.workers), jobs=batch)
-        )
+        add = ClusterArrays.of_jobs(batch, dict(inst.workers))
         thr, scale, weight_a, steps, allowed = (
             old.thr.copy(),
             old.scale.copy(),
