@@ -174,6 +174,19 @@ def _all_strings(ids: np.ndarray) -> bool:
     return bool(pd.api.types.infer_dtype(ids, skipna=False) == "string")
 
 
+_WEIGHT_RANGE = "_persistent_weight_range"
+
+
+def _weight_range(arr: ClusterArrays) -> tuple[float, float]:
+    """The least and the greatest weight of ``arr``'s jobs, found once per arrays (which
+    never change; kept on them as :func:`~.methods.job_names` keeps the names)."""
+    found = arr.__dict__.get(_WEIGHT_RANGE)
+    if found is None:
+        w = arr.weight
+        found = arr.__dict__[_WEIGHT_RANGE] = (float(w.min()), float(w.max()))
+    return cast("tuple[float, float]", found)
+
+
 @dataclass
 class _Changes:
     """Removals and arrivals not yet written into :attr:`PersistentPolicy.instance`
@@ -804,12 +817,11 @@ class PersistentPolicy:
 
         # the extremes of a superset first (the instance's jobs before the removals):
         # their ratio is at least the true one, so within the limit it is too
-        base, changes = self._instance.arrays, self._changes
-        parts = [base.weight, add.weight]
-        if changes is not None:
-            parts += [a.weight for _, a in changes.added]
-        hi = max(float(p.max()) for p in parts)
-        lo = min(float(p.min()) for p in parts)
+        lo, hi = _weight_range(self._instance.arrays)
+        changes = self._changes
+        for arrivals in [add, *(a for _, a in changes.added)] if changes else [add]:
+            w = arrivals.weight.tolist()  # (a few: Python's min and max are quicker)
+            lo, hi = min(lo, *w), max(hi, *w)
         if hi / lo <= MAX_WEIGHT_RATIO:
             return
         w = np.concatenate([self._weights(), add.weight])

@@ -187,3 +187,18 @@ def test_unknown_and_unhashable_ids() -> None:
     assert policy.instance.arrays.job_ids == ["j0", "j1", "j2"]
     policy.remove_jobs(["j2", "j0", "j2"])  # repeated: once
     assert policy.instance.arrays.job_ids == ["j1"]
+
+
+def test_pending_arrivals_count_in_the_weight_ratio() -> None:
+    """Arrivals not yet written into the instance take part in the quick test."""
+    from hetopt.errors import InstanceError
+    from hetopt.kinds.gpu_cluster.inputs import MAX_WEIGHT_RATIO
+
+    policy = _policy([1.0, 1.0])
+    policy.add_jobs([{"id": "h", "throughput": {"k80": 1.0}, "weight": MAX_WEIGHT_RATIO / 10}])
+    light = {"id": "l", "throughput": {"k80": 1.0}, "weight": 1e-2}
+    with pytest.raises(InstanceError, match="weight") as err:
+        policy.add_jobs([light])  # 1e-2 against the pending 1e8: beyond the limit
+    assert err.value.field == "jobs[2].weight"  # (the heavy one, in the instance's order)
+    policy.add_jobs([dict(light, weight=0.5)])
+    assert policy.instance.arrays.job_ids == ["j0", "j1", "h", "l"]
