@@ -601,6 +601,7 @@ class HighsModel:
 
     def _solve(self) -> RawSolution:
         h = self._h
+        is_mip = self.compiled.is_mip  # (read once: nothing changes it during a solve)
         t0 = time.perf_counter()
         if _STOP.is_set():  # Ctrl-C stopped an earlier solve of this top-level solve
             return RawSolution(
@@ -616,7 +617,7 @@ class HighsModel:
             )
         run_status = _run(h)
         ms = h.getModelStatus()
-        if ms == _MS.kUnboundedOrInfeasible and not self.compiled.is_mip:
+        if ms == _MS.kUnboundedOrInfeasible and not is_mip:
             # presolve could not tell which: ask again without it
             got: Any = h.getOptionValue("presolve")
             presolve = got[1] if isinstance(got, tuple) else got
@@ -626,7 +627,7 @@ class HighsModel:
             ms = h.getModelStatus()
             _set(h, "presolve", presolve)
         retried = ""
-        if self.compiled.is_mip and _inconsistent_mip_answer(h, ms):
+        if is_mip and _inconsistent_mip_answer(h, ms):
             # HiGHS 1.16 can end "Optimal" with a point whose objective is not the one it
             # reports (seen after setSolution with presolve on: the start's point, a lower
             # "optimum"). Solve the same MILP again from scratch (no start), then
@@ -649,7 +650,7 @@ class HighsModel:
             )
         solve_s = time.perf_counter() - t0
         self._solved_once = True
-        raw = self._collect(ms, run_status, solve_s)
+        raw = self._collect(ms, run_status, solve_s, is_mip)
         if retried:
             raw.info["inconsistent_answer_resolved"] = retried
             if _inconsistent_mip_answer(h, ms):
@@ -661,11 +662,10 @@ class HighsModel:
                 )
         return raw
 
-    def _collect(self, ms: Any, run_status: Any, solve_s: float) -> RawSolution:
+    def _collect(self, ms: Any, run_status: Any, solve_s: float, is_mip: bool) -> RawSolution:
         h = self._h
         info = h.getInfo()
         termination = h.modelStatusToString(ms)
-        is_mip = self.compiled.is_mip
         has_primal = int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
         status: Status
         if ms == _MS.kOptimal:

@@ -540,21 +540,52 @@ class ClusterArrays:
 
     @classmethod
     def from_instance(cls, inst: GpuClusterInstance) -> ClusterArrays:
-        types = list(inst.workers)
-        jobs = inst.jobs
         done = _JobColumns.of(inst)
-        if done is not None:  # from the job checks of validation
-            ids, thr, scale = done.ids, done.thr, done.scale
-        else:
-            ids = [j.id for j in jobs]
-            thr = _throughput_matrix([job.throughput or {} for job in jobs], types)
-            scale = np.array([j.scale_factor for j in jobs], dtype=float)
+        if done is None:
+            return cls.of_jobs(inst.jobs, inst.workers)
+        # from the job checks of validation
+        return cls._assemble(done.ids, done.thr, done.scale, inst.jobs, inst.workers)
+
+    @classmethod
+    def of_jobs(cls, jobs: list[GpuJob], workers: dict[str, int]) -> ClusterArrays:
+        """The arrays of the validated jobs ``jobs`` on a cluster of ``workers``: what
+        :meth:`from_instance` gives for an instance of them, without making one (a
+        :class:`~.persistent.PersistentPolicy`'s arriving jobs).
+
+        Parameters
+        ----------
+        jobs
+            Validated job records (each with a ``throughput`` naming only types of
+            ``workers``, or none).
+        workers
+            GPUs per worker type, in the cluster's order.
+
+        Returns
+        -------
+        ClusterArrays
+            The jobs' arrays, the types in ``workers``' order.
+        """
+        ids = [j.id for j in jobs]
+        thr = _throughput_matrix([job.throughput or {} for job in jobs], list(workers))
+        scale = np.array([j.scale_factor for j in jobs], dtype=float)
+        return cls._assemble(ids, thr, scale, jobs, workers)
+
+    @classmethod
+    def _assemble(
+        cls,
+        ids: list[str],
+        thr: np.ndarray,
+        scale: np.ndarray,
+        jobs: list[GpuJob],
+        workers: dict[str, int],
+    ) -> ClusterArrays:
+        types = list(workers)
         weight = np.array([j.weight for j in jobs], dtype=float)
         # (None is NaN in a float array: 3 ms against 4 with a test per job, measured)
         steps = np.array([j.steps_remaining for j in jobs], dtype=float)
-        workers = np.array([inst.workers[t] for t in types], dtype=float)
-        allowed = (thr > 0) & (scale[:, None] <= workers[None, :])
-        return cls(ids, types, thr, scale, weight, steps, workers, allowed)
+        wk = np.array([workers[t] for t in types], dtype=float)
+        allowed = (thr > 0) & (scale[:, None] <= wk[None, :])
+        return cls(ids, types, thr, scale, weight, steps, wk, allowed)
 
     @property
     def num_jobs(self) -> int:
