@@ -236,7 +236,7 @@ class MaxMinRead:
         exact: bool,
         info: dict[str, Any],
     ) -> tuple[float | None, Status | None, str | None]:
-        p = arr.proportional_throughput()
+        p = V.proportional_throughput(arr)
         jobs["normalized_throughput"] = arr.scale * thr_eff / (arr.weight * p)
         if exact:
             return z / scale, None, None
