@@ -99,9 +99,13 @@ def _pairs_matrix(
     without a pair."""
     jobs = codes[0]  # (the positive pairs: their flat positions are known)
     X.reshape(-1)[pair_positions(arr)] = frac + 0.0
+    problems: list[str] = []
+    # (ascending, each job's pairs in one run: every job is there when there are as many
+    # runs as jobs)
+    if len(jobs) and np.count_nonzero(jobs[1:] != jobs[:-1]) + 1 == arr.num_jobs:
+        return X, problems
     seen = np.zeros(arr.num_jobs, dtype=bool)
     seen[jobs] = True
-    problems: list[str] = []
     if not seen.all():
         missing = [arr.job_ids[i] for i in np.nonzero(~seen)[0]]
         problems.append(
@@ -249,10 +253,11 @@ def _positive_pairs(arr: ClusterArrays) -> tuple[np.ndarray, np.ndarray, np.ndar
     if pairs is None:
         # (the flat positions, then divided: a third of 2-d nonzero's time at 20,000 x 8)
         T = arr.thr.shape[1]
-        flat = np.flatnonzero(arr.thr > 0).astype(np.int64, copy=False)
+        flat = (arr.thr > 0).reshape(-1).nonzero()[0].astype(np.int64, copy=False)
         if T:
             job = flat // T
-            typ = flat - job * T
+            typ = job * T
+            np.subtract(flat, typ, out=typ)  # (flat - job * T)
         else:  # pragma: no cover - no types: no pairs
             job, typ = flat.copy(), flat.copy()
         for a in (job, typ, flat):
@@ -303,7 +308,10 @@ def check_allocation(
 ) -> list[str]:
     """Feasibility checks on a solo allocation matrix (plus shared GPUs' usage and time)."""
     problems: list[str] = []
-    if (X < -ABS_TOL).any():
+    # (the least entry, read once, decides both the sign test and the capacity bound's
+    # precondition; a NaN in it: ``X < -ABS_TOL`` itself)
+    low = X.min() if X.dtype == np.float64 and X.size else None
+    if (X < -ABS_TOL).any() if low is None or low != low else low < -ABS_TOL:
         i, t = np.argwhere(X < -ABS_TOL)[0]
         problems.append(
             f"negative fraction {X[i, t]:.3g} for job {arr.job_ids[i]} on {arr.types[t]}"
@@ -318,7 +326,7 @@ def check_allocation(
             f"{int(over.sum())} job(s) get more than 100% of the time, e.g. job {arr.job_ids[i]}: {share[i]:.9f}"
         )
     limit = arr.workers * (1 + REL_TOL) + ABS_TOL
-    if extra_usage is not None or not _within_capacity(arr.scale, X, limit):
+    if extra_usage is not None or not _within_capacity(arr.scale, X, limit, low):
         used = gpus_used(arr.scale, X)
         if extra_usage is not None:
             used = used + extra_usage
@@ -345,30 +353,34 @@ def gpus_used(scale: np.ndarray, X: np.ndarray) -> np.ndarray:
 _EPS = float(np.finfo(np.float64).eps)
 
 
-def _within_capacity(scale: np.ndarray, X: np.ndarray, limit: np.ndarray) -> bool:
+def _within_capacity(scale: np.ndarray, X: np.ndarray, limit: np.ndarray, low: Any) -> bool:
     """Whether every type's :func:`gpus_used` is surely ``<= limit``, decided from
     ``scale @ X`` (one BLAS product, a tenth of the row-by-row sum's time at 2,000 x 3,
     measured) and a bound on how far the two sums may differ; ``False`` (compute the
-    sum) when that cannot be decided, or the entries are not all non-negative and finite.
+    sum) when that cannot be decided, or the entries are not all non-negative (NaN
+    included; ``low``: ``X.min()``, or ``None`` when not read).
 
     Both sums add the same ``n`` products (each rounded, or fused, at most one unit of
     roundoff ``u`` off), in some order: each is within ``(n + 1) u`` times the sum of the
     products' magnitudes of the exact sum, so within ``2 (n + 2) u S`` of each other (``S``:
     the exact sum of the non-negative products, at most ``scale @ X`` times
     ``1 / (1 - (n + 1) u)``). Allowed here: ``4 (n + 4) eps`` times ``scale @ X``
-    (``eps = 2u``: four times that), plus ``1e-300`` for products below the normal range.
-    An answer ``True`` is then exact: the row-by-row sum is ``<= limit`` too, so its
-    verdict (and its absence of messages) is the one the sum would give."""
+    (``eps = 2u``: about four times that, which also covers the roundings of this
+    test's own two operations), plus ``1e-300`` for products below the normal range. An
+    answer ``True`` is then exact: the row-by-row sum is ``<= limit`` too, so its verdict
+    (and its absence of messages) is the one the sum would give (a bound that overflows
+    is ``inf``: not ``<= limit``)."""
     n = len(scale)
-    if X.ndim != 2 or X.dtype != np.float64 or scale.dtype != np.float64 or n == 0:
+    if X.ndim != 2 or X.dtype != np.float64 or scale.dtype != np.float64 or scale.ndim != 1:
         return False
-    if n * _EPS > 1e-6 or not (X.min() >= 0.0 and scale.min() >= 0.0):
-        return False  # (NaN entries: min is NaN, not >= 0)
-    fast = scale @ X
-    if not np.isfinite(fast).all() or float(fast.max()) > 1e300:
+    if n == 0 or X.shape[0] != n or X.size == 0 or n * _EPS > 1e-6:
         return False
-    slack = fast * (4.0 * (n + 4) * _EPS) + 1e-300
-    return bool((fast + slack <= limit).all())
+    if low is None or not (low >= 0.0 and scale.min() >= 0.0):
+        return False
+    high = scale @ X
+    high *= 1.0 + 4.0 * (n + 4) * _EPS
+    high += 1e-300
+    return bool((high <= limit).all())
 
 
 def effective_throughput(arr: ClusterArrays, X: np.ndarray) -> np.ndarray:
@@ -447,7 +459,9 @@ def proportional_throughput(arr: ClusterArrays) -> np.ndarray:
 
 def max_min_value(arr: ClusterArrays, X: np.ndarray, extra_thr: np.ndarray | None = None) -> float:
     p = proportional_throughput(arr)
-    thr = effective_throughput(arr, X) + (0.0 if extra_thr is None else extra_thr)
+    thr = effective_throughput(arr, X)  # (never -0.0: + 0.0 would change nothing)
+    if extra_thr is not None:
+        thr = thr + extra_thr
     vals = arr.scale * thr / (arr.weight * p)
     return float(vals.min())
 
