@@ -221,7 +221,9 @@ def time_share_columns(
     if pairs is None or x is None:
         pairs = F.Pairs(*V.positive_pairs(arr))  # (Pairs.of(arr), computed once)
         x = X.take(V.pair_positions(arr))  # (X[pairs.job, pairs.type])
-    allocation = allocation_table(arr, pairs, x)
+        allocation = allocation_table(arr, pairs, x, within=True)
+    else:
+        allocation = allocation_table(arr, pairs, x)
     thr_eff = V.effective_throughput(arr, X)
     # (the ids as given when there are none: the constructor's empty column)
     ids = job_names(arr).copy() if arr.num_jobs else list(arr.job_ids)
@@ -253,8 +255,7 @@ class MaxMinRead:
         exact: bool,
         info: dict[str, Any],
     ) -> tuple[float | None, Status | None, str | None]:
-        p = V.proportional_throughput(arr)
-        jobs["normalized_throughput"] = arr.scale * thr_eff / (arr.weight * p)
+        jobs["normalized_throughput"] = arr.scale * thr_eff / V.fairness_weights(arr)
         if exact:
             return z / scale, None, None
         # the true value of the allocation returned (an interrupted LP's z is only a lower
@@ -322,12 +323,17 @@ def _floats(column: Any) -> np.ndarray:
     return np.asarray(column, dtype=float)
 
 
-def allocation_table(arr: Any, pairs: F.Pairs, x: np.ndarray) -> pd.DataFrame:
-    """``job, worker_type, fraction`` for every (job, type) pair with positive throughput."""
+def allocation_table(
+    arr: Any, pairs: F.Pairs, x: np.ndarray, within: bool = False
+) -> pd.DataFrame:
+    """``job, worker_type, fraction`` for every (job, type) pair with positive throughput
+    (``within``: the pairs are :func:`.verify.positive_pairs`, positions in ``arr.thr``'s
+    rows and columns)."""
+    rows, cols = arr.thr.shape if within else (None, None)
     return table(
         {
-            "job": _names_at(job_names(arr), pairs.job),
-            "worker_type": _names_at(_type_names(arr.types), pairs.type),
+            "job": _names_at(job_names(arr), pairs.job, rows),
+            "worker_type": _names_at(_type_names(arr.types), pairs.type, cols),
             "fraction": np.asarray(x),
         }
     )
@@ -438,13 +444,14 @@ _LAST_TYPES: list[Any] = [None, (), None]
 scheduler's rounds pass the cluster's one list of types)."""
 
 
-def _names_at(names: Any, at: np.ndarray) -> Any:
+def _names_at(names: Any, at: np.ndarray, below: int | None = None) -> Any:
     """``names[at]`` (a new array) from a column made by :func:`_inferred`; the object
-    array when there are no rows (whose empty column pandas types differently)."""
+    array when there are no rows (whose empty column pandas types differently).
+    ``below``: the positions are known to be non-negative and below it."""
     if len(at) == 0:
         return np.asarray(names, dtype=object)[at]
     if type(names) is pd.arrays.StringArray:
-        held = _take_objects(names._ndarray, at)
+        held = _take_objects(np.asarray(names), at, below)
         if held is not None:
             return names._from_backing_data(held)
     return names.take(at)
@@ -456,16 +463,19 @@ except ImportError:  # pragma: no cover - another pandas: numpy's take
     _take_1d_objects = None
 
 
-def _take_objects(values: np.ndarray, at: np.ndarray) -> np.ndarray | None:
+def _take_objects(values: np.ndarray, at: np.ndarray, below: int | None = None) -> np.ndarray | None:
     """``values.take(at)`` for an object array ``values`` and positions ``at`` all within
     it, by pandas's typed loop (6,000 rows: 15 us against numpy's 22, measured): the same
     objects, in a new array. ``None`` (take it as usual) for other arguments; the
-    positions are checked here, as the loop does not."""
+    positions are checked here, as the loop does not (``below``: the caller knows them
+    non-negative and below it, checked against the length instead)."""
     if _take_1d_objects is None or values.dtype != object or values.ndim != 1:
         return None
     if at.dtype != np.intp or at.ndim != 1 or not len(at):
         return None
-    if at.min() < 0 or at.max() >= len(values):
+    if below is not None and below <= len(values):
+        pass
+    elif at.min() < 0 or at.max() >= len(values):
         return None
     out = np.empty(len(at), dtype=object)
     _take_1d_objects(values, at, out, None)

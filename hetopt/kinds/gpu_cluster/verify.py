@@ -319,8 +319,10 @@ def check_allocation(
     share = row_sums(X)
     if extra_share is not None:
         share = share + extra_share
-    over = share > 1 + REL_TOL
-    if over.any():
+    # (the largest share decides when it is a number: a NaN one, ``share > 1 + REL_TOL``)
+    top = share.max() if len(share) else np.nan
+    if (share > 1 + REL_TOL).any() if top != top else top > 1 + REL_TOL:
+        over = share > 1 + REL_TOL
         i = int(np.argmax(share))
         problems.append(
             f"{int(over.sum())} job(s) get more than 100% of the time, e.g. job {arr.job_ids[i]}: {share[i]:.9f}"
@@ -334,8 +336,9 @@ def check_allocation(
             problems.append(
                 f"worker type {arr.types[t]}: {used[t]:.6f} GPUs used > {arr.workers[t]:g} present"
             )
-    forbidden = (~arr.allowed) & (X > ABS_TOL)
-    if forbidden.any():
+    # (``((~allowed) & (X > ABS_TOL)).any()``: a pair above the tolerance is allowed)
+    if not np.less_equal(X > ABS_TOL, arr.allowed).all():
+        forbidden = (~arr.allowed) & (X > ABS_TOL)
         i, t = np.argwhere(forbidden)[0]
         problems.append(
             f"job {arr.job_ids[i]} runs on {arr.types[t]} where it cannot (zero throughput or "
@@ -457,12 +460,26 @@ def proportional_throughput(arr: ClusterArrays) -> np.ndarray:
     return p
 
 
+_FAIRNESS = "_fairness_weights"
+"""Key of :func:`fairness_weights`' cache in a :class:`~.data.ClusterArrays`' ``__dict__``."""
+
+
+def fairness_weights(arr: ClusterArrays) -> np.ndarray:
+    """``arr.weight * p`` (:func:`proportional_throughput`): a job's normalised throughput
+    is ``scale * throughput / (weight * p)``; computed once per arrays, read-only."""
+    w = arr.__dict__.get(_FAIRNESS)
+    if w is None:
+        w = arr.weight * proportional_throughput(arr)
+        w.flags.writeable = False
+        arr.__dict__[_FAIRNESS] = w
+    return w
+
+
 def max_min_value(arr: ClusterArrays, X: np.ndarray, extra_thr: np.ndarray | None = None) -> float:
-    p = proportional_throughput(arr)
     thr = effective_throughput(arr, X)  # (never -0.0: + 0.0 would change nothing)
     if extra_thr is not None:
         thr = thr + extra_thr
-    vals = arr.scale * thr / (arr.weight * p)
+    vals = arr.scale * thr / fairness_weights(arr)
     return float(vals.min())
 
 
