@@ -120,13 +120,21 @@ def _solo_columns(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     once (three ``df[col]`` Series cost ~40 us, measured); ``None`` (the general path) for
     a table with ``other_job`` rows, repeated column names, or columns of other types."""
     labels = df.columns
-    if "other_job" in labels or not labels.is_unique:
-        return None
+    names = labels.tolist()
+    if all(type(c) is str for c in names):
+        # (string labels: a list's membership, a set's size and positions by name answer
+        # as the index's lookups do)
+        where = {c: i for i, c in enumerate(names)}
+        if "other_job" in where or len(where) != len(names):
+            return None
+        at: Callable[[str], Any] = where.__getitem__
+    else:
+        if "other_job" in labels or not labels.is_unique:
+            return None
+        at = labels.get_loc
     stored = _stored_columns(df)
     try:
-        job, worker_type, fraction = (
-            stored[labels.get_loc(c)] for c in ("job", "worker_type", "fraction")
-        )
+        job, worker_type, fraction = (stored[at(c)] for c in ("job", "worker_type", "fraction"))
     except (KeyError, TypeError):
         return None
     if not (type(fraction) is np.ndarray and fraction.dtype == np.float64):

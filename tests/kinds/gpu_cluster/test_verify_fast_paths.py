@@ -305,3 +305,34 @@ def test_allocation_table_of_the_positive_pairs_equals_the_inferred_table() -> N
     )
     pd.testing.assert_frame_equal(got, want, check_exact=True)
     assert got.dtypes.to_dict() == want.dtypes.to_dict()
+
+
+def test_solo_columns_by_label_list_answer_as_the_index() -> None:
+    """The table's labels read as a list (all str) or through the index (others): the
+    same columns found, the same tables refused."""
+    inst = _instance(6, 4)
+    arr = inst.arrays
+    job, typ = V.positive_pairs(arr)
+    base = pd.DataFrame(
+        {
+            "job": np.asarray(arr.job_ids, dtype=object)[job],
+            "worker_type": np.asarray(arr.types, dtype=object)[typ],
+            "fraction": np.full(len(job), 0.2),
+        }
+    )
+    want = V._solo_columns(base)
+    assert want is not None
+    numbered = base.assign(**{"x": 1.0}).rename(columns={"x": 7})
+    as_np = base.rename(columns={"job": np.str_("job")})
+    for df in (numbered, as_np):
+        got = V._solo_columns(df)
+        assert got is not None
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(got, want, strict=True))
+    refused = [
+        base.assign(other_job=""),
+        pd.concat([base, base[["fraction"]]], axis=1),
+        base.rename(columns={"job": "id"}),
+        base.assign(**{"x": 1.0}).rename(columns={"x": 7}).assign(other_job=""),
+    ]
+    for df in refused:
+        assert V._solo_columns(df) is None
