@@ -388,10 +388,12 @@ def _within_capacity(scale: np.ndarray, X: np.ndarray, limit: np.ndarray, low: A
         return False
     if low is None or not (low >= 0.0 and scale.min() >= 0.0):
         return False
-    high = scale @ X
-    high *= 1.0 + 4.0 * (n + 4) * _EPS
-    high += 1e-300
-    return bool((high <= limit).all())
+    factor = 1.0 + 4.0 * (n + 4) * _EPS
+    # (Python floats: the same IEEE products and sums as numpy's, a type at a time)
+    high, top = (scale @ X).tolist(), limit.tolist()
+    if len(high) != len(top):  # (the sum's own error is raised)
+        return False
+    return all(h * factor + 1e-300 <= m for h, m in zip(high, top, strict=True))
 
 
 def effective_throughput(arr: ClusterArrays, X: np.ndarray) -> np.ndarray:
