@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import is_
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -140,6 +141,13 @@ class Table:
 def _column_ok(dtype: DType, col_dtype: Any, df: Any, col: Any) -> bool:
     """``_dtype_ok(dtype, df[col])``, decided from the column's dtype where it can be
     (``col_dtype`` ``None``: the values are read)."""
+    ok = _by_dtype(dtype, col_dtype)
+    return _dtype_ok(dtype, df[col]) if ok is None else ok
+
+
+def _by_dtype(dtype: DType, col_dtype: Any) -> bool | None:
+    """:func:`_column_ok` as the column's dtype alone decides it; ``None``: its values
+    decide (``col_dtype`` ``None``: unknown)."""
     if dtype == "any":
         return True
     if col_dtype is not None:
@@ -153,7 +161,7 @@ def _column_ok(dtype: DType, col_dtype: Any, df: Any, col: Any) -> bool:
                 return True
             if kind not in "OUST":
                 return False
-    return _dtype_ok(dtype, df[col])
+    return None
 
 
 _KINDS = {"float": "fiu", "int": "iu", "bool": "b"}
@@ -229,33 +237,87 @@ def check_tables(
     non-optional column must be present with its dtype; with ``required``, every
     non-optional table must be present.
     """
-    spec = {t.name: t for t in declared}
+    spec, needed = _table_spec(declared)
     problems: list[str] = []
     for name, df in tables.items():
-        t = spec.get(name)
-        if t is None:
+        entry = spec.get(name)
+        if entry is None:
             problems.append(f"table {name!r} is not declared by the kind")
             continue
+        columns, required_columns, seen = entry
         # the frame's labels and dtypes read once; a column's values only where its dtype
         # does not decide (object columns; a repeated column name: as df[col] gives it)
         labels = df.columns.tolist()
+        dtypes = _dtypes(df)
+        rows = len(df)
+        # (the answer for string labels whose dtypes decide is the same for the same labels
+        # and dtype objects: remembered, with the dtypes, for the next frame like it)
+        key = (tuple(labels), rows > 0) if all(type(c) is str for c in labels) else None
+        hit = seen.get(key) if key is not None else None
+        if hit is not None and len(hit[0]) == len(dtypes) and all(map(is_, hit[0], dtypes)):
+            problems.extend(hit[1])
+            continue
+        found: list[str] = []
+        decided = True
         present = set(labels)
         unique = len(present) == len(labels)
-        rows = len(df)
-        for col, col_dtype in zip(labels, _dtypes(df), strict=True):
-            c = t.column(str(col))
+        for col, col_dtype in zip(labels, dtypes, strict=True):
+            c = columns.get(str(col))
             if c is None:
-                problems.append(f"table {name!r}: column {col!r} is not declared")
-            elif rows and not _column_ok(c.dtype, col_dtype if unique else None, df, col):
-                problems.append(f"table {name!r}: column {col!r} is not of type {c.dtype}")
-        for c in t.columns:
-            if not c.optional and c.name not in present:
-                problems.append(f"table {name!r}: column {c.name!r} is missing")
+                found.append(f"table {name!r}: column {col!r} is not declared")
+            elif rows:
+                ok = _by_dtype(c.dtype, col_dtype if unique else None)
+                if ok is None:
+                    decided = False
+                    ok = _dtype_ok(c.dtype, df[col])
+                if not ok:
+                    found.append(f"table {name!r}: column {col!r} is not of type {c.dtype}")
+        for col_name in required_columns:
+            if col_name not in present:
+                found.append(f"table {name!r}: column {col_name!r} is missing")
+        if key is not None and decided:
+            if len(seen) > 64:
+                seen.clear()
+            seen[key] = (tuple(dtypes), tuple(found))
+        problems.extend(found)
     if required:
-        for t in declared:
-            if not t.optional and t.name not in tables:
-                problems.append(f"table {t.name!r} is missing")
+        for table_name in needed:
+            if table_name not in tables:
+                problems.append(f"table {table_name!r} is missing")
     return problems
+
+
+_Seen = dict[tuple[tuple[str, ...], bool], tuple[tuple[Any, ...], tuple[str, ...]]]
+_TableSpec = tuple[dict[str, tuple[dict[str, Column], tuple[str, ...], _Seen]], tuple[str, ...]]
+_TABLE_SPECS: dict[int, tuple[Any, _TableSpec]] = {}
+""":func:`_table_spec` of the declarations seen (a kind's ``tables`` tuple), by identity."""
+
+
+def _table_spec(declared: Iterable[Table]) -> _TableSpec:
+    """What :func:`check_tables` reads of ``declared``: each table's columns by name (the
+    first of a repeated name, as :meth:`Table.column` finds it) and the names of its
+    non-optional columns, by table name (the last of a repeated name, as a dict of them
+    keeps it), and the answers it found for frames it saw (labels, whether rows, dtypes:
+    the problems); and the names of the non-optional tables, in declaration order. Made
+    once per tuple of declarations (immutable: tuples of frozen dataclasses), kept with
+    it."""
+    if type(declared) is tuple:
+        hit = _TABLE_SPECS.get(id(declared))
+        if hit is not None and hit[0] is declared:
+            return hit[1]
+    tables = tuple(declared)
+    spec: dict[str, tuple[dict[str, Column], tuple[str, ...], _Seen]] = {}
+    for t in tables:
+        columns: dict[str, Column] = {}
+        for c in t.columns:
+            columns.setdefault(c.name, c)
+        spec[t.name] = (columns, tuple(c.name for c in t.columns if not c.optional), {})
+    out = (spec, tuple(t.name for t in tables if not t.optional))
+    if type(declared) is tuple:
+        if len(_TABLE_SPECS) > 64:
+            _TABLE_SPECS.clear()
+        _TABLE_SPECS[id(declared)] = (declared, out)
+    return out
 
 
 # --------------------------------------------------------------------------- details
@@ -296,7 +358,7 @@ def _detail_ok(kind: str, value: Any) -> bool:
 
 def check_details(declared: Iterable[Detail], info: Mapping[str, Any]) -> list[str]:
     """Entries of ``info`` that are not declared or not of their declared type."""
-    spec = {d.name: d for d in (*SOLVER_DETAILS, *declared)}
+    spec = _detail_spec(declared)
     problems = []
     for key, value in info.items():
         d = spec.get(key)
@@ -305,6 +367,25 @@ def check_details(declared: Iterable[Detail], info: Mapping[str, Any]) -> list[s
         elif not _detail_ok(d.type, value):
             problems.append(f"info entry {key!r} is not of type {d.type}: {value!r}")
     return problems
+
+
+_DETAIL_SPECS: dict[int, tuple[Any, dict[str, Detail]]] = {}
+""":func:`_detail_spec` of the declarations seen (a kind's ``details`` tuple), by identity."""
+
+
+def _detail_spec(declared: Iterable[Detail]) -> dict[str, Detail]:
+    """``{d.name: d for d in (*SOLVER_DETAILS, *declared)}``, made once per tuple of
+    declarations (immutable: tuples of frozen dataclasses), kept with it."""
+    if type(declared) is tuple:
+        hit = _DETAIL_SPECS.get(id(declared))
+        if hit is not None and hit[0] is declared:
+            return hit[1]
+    spec = {d.name: d for d in (*SOLVER_DETAILS, *declared)}
+    if type(declared) is tuple:
+        if len(_DETAIL_SPECS) > 64:
+            _DETAIL_SPECS.clear()
+        _DETAIL_SPECS[id(declared)] = (declared, spec)
+    return spec
 
 
 # --------------------------------------------------------------------------- hand-offs

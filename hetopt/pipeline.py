@@ -395,6 +395,16 @@ class Session:
             k: StageReport(s.solves, s.solve_s, s.simplex_iterations, s.ipm_iterations, s.mip_nodes)
             for k, s in self._stages.items()
         }
+        if len(stages) == 1:  # (the sums of one stage's numbers: 0 + each)
+            (one,) = stages.values()
+            return SolverReport(
+                solves=0 + one.solves,
+                solve_s=0 + one.solve_s,
+                simplex_iterations=0 + one.simplex_iterations,
+                ipm_iterations=0 + one.ipm_iterations,
+                mip_nodes=0 + one.mip_nodes,
+                stages=stages,
+            )
         return SolverReport(
             solves=sum(s.solves for s in stages.values()),
             solve_s=sum(s.solve_s for s in stages.values()),
@@ -541,29 +551,31 @@ def finish(
         for k, v in outcome.timings.items():
             times[k] = times.get(k, 0.0) + v
     _check_details(kind, outcome.details)
-    result = Result(
-        kind=kind.name,
-        objective=objective,
-        status=status,
-        termination=termination,
-        objective_value=outcome.objective_value,
-        bound=bound,
-        gap=gap,
-        tables=dict(outcome.tables),
-        info=dict(outcome.details),
-        report=session.report() if session is not None else None,
-        params=_params_dict(session.params if session is not None else None),
-        instance=instance,
-    )
-    verification = verify(kind, instance, result) if result.status.has_solution else None
+    fields: dict[str, Any] = {
+        "kind": kind.name,
+        "objective": objective,
+        "status": status,
+        "termination": termination,
+        "objective_value": outcome.objective_value,
+        "bound": bound,
+        "gap": gap,
+        "tables": dict(outcome.tables),
+        "info": dict(outcome.details),
+        "report": session.report() if session is not None else None,
+        "params": _params_dict(session.params if session is not None else None),
+        "instance": instance,
+    }
+    result = Result(**fields)
+    verification = verify(kind, instance, result) if status.has_solution else None
     times["verify_s"] = times.get("verify_s", 0.0) + time.perf_counter() - t0
     if runtime_s is None:
         runtime_s = session.elapsed() if session is not None else sum(times.values())
-    # one copy of the Result with everything found since (another only when the
-    # verifier rejects the solution)
+    # the Result with everything found since, made from the same fields (what
+    # ``dataclasses.replace`` makes, without reading them back; another copy only when
+    # the verifier rejects the solution)
     if verification is None:
-        return replace(result, timings=times, runtime_s=runtime_s)
-    return _enforce(replace(result, verification=verification, timings=times, runtime_s=runtime_s))
+        return Result(**fields, timings=times, runtime_s=runtime_s)
+    return _enforce(Result(**fields, verification=verification, timings=times, runtime_s=runtime_s))
 
 
 def check(kind: Kind, instance: Any, objective: str, outcome: Outcome) -> Verification:

@@ -344,3 +344,57 @@ def test_frame_dtypes_read_from_blocks_are_pandas_dtypes() -> None:
     frames = [mixed, repeated, pd.DataFrame(), pd.DataFrame({"a": []}), mixed.astype(object)]
     for df in frames:
         assert _dtypes(df) == df.dtypes.tolist()
+
+
+@pytest.mark.parametrize("rows", [2, 0])
+def test_check_tables_of_a_declaration_tuple_remembers_only_what_dtypes_decide(
+    rows: int,
+) -> None:
+    """A kind's tuple of tables: the answers remembered for frames like one seen before
+    (same string labels, same dtype objects, rows or none) are the reference answers,
+    for frames in any order; a column whose values decide (object columns, a repeated
+    name, labels that are not str) is read again every time."""
+    t = (
+        Table("t", "a table", tuple(Column(k, "str", "x") for k in ("a", "b"))),
+        Table("u", "another", (Column("n", "int", "x"), Column("o", "float", "x", True))),
+    )
+    frames = [
+        pd.DataFrame({"a": pd.Series(["x", "y"], dtype="string"), "b": ["p", "q"]}),
+        pd.DataFrame({"a": pd.Series(["x", "y"], dtype="string"), "b": ["p", 1]}),
+        pd.DataFrame({"a": pd.Series(["x", "y"], dtype="string"), "b": [1.0, 2.0]}),
+        pd.DataFrame({"a": pd.Series(["x", "y"], dtype="string"), "c": [1.0, 2.0]}),
+        pd.DataFrame({np.str_("a"): pd.Series(["x", "y"], dtype="string"), "b": ["p", "q"]}),
+        pd.DataFrame({"a": pd.Series(["x", "y"], dtype="string"), np.str_("c"): [1.0, 2.0]}),
+        pd.DataFrame({"a": pd.Series(["x", "y"], dtype="string"), 1: [1.0, 2.0]}),
+        pd.DataFrame({"a": pd.Series(["x", "y"], dtype="string"), 1.0: [1.0, 2.0]}),
+        pd.concat([pd.DataFrame({"a": ["x", "y"]}), pd.DataFrame({"a": [1, 2]})], axis=1),
+    ]
+    others = [
+        pd.DataFrame({"n": [1, 2]}),
+        pd.DataFrame({"n": [1.5, 2.0]}),
+        pd.DataFrame({"n": pd.Series([1, 2], dtype=object)}),
+        pd.DataFrame({"n": pd.Series([1, "x"], dtype=object)}),
+        pd.DataFrame({"n": [1, 2], "o": [True, False]}),
+        pd.DataFrame({"n": [1, 2], "c": [1.0, 2.0]}),
+        pd.DataFrame({"n": [1, 2], np.str_("c"): [1.0, 2.0]}),
+        pd.DataFrame({"n": [1, 2], 1: [1.0, 2.0]}),
+        pd.DataFrame({"n": [1, 2], 1.0: [1.0, 2.0]}),
+        pd.DataFrame({"n": [1, 2], True: [1.0, 2.0]}),
+    ]
+    frames = [f.iloc[:rows] for f in frames]
+    others = [f.iloc[:rows] for f in others]
+    order = [(f, g) for f in frames for g in others]
+    for f, g in order + order[::-1] + order:
+        for tables in ({"t": f, "u": g}, {"t": f}, {"u": g, "v": f}):
+            assert check_tables(t, tables) == _check_tables_per_column(t, tables)
+
+
+def test_check_details_of_a_declaration_tuple_is_the_same_each_time() -> None:
+    declared = (Detail("n", "int", "x"), Detail("s", "str", "x"))
+    for _ in range(2):
+        assert check_details(declared, {"n": 3, "s": "a", "mip_nodes": 1}) == []
+        assert check_details(declared, {"n": 3.5, "z": 1}) == [
+            "info entry 'n' is not of type int: 3.5",
+            "info entry 'z' is not declared by the kind",
+        ]
+    assert check_details(list(declared), {"s": 1}) == ["info entry 's' is not of type str: 1"]

@@ -25,7 +25,7 @@ def allocation_matrix(arr: ClusterArrays, allocation: pd.DataFrame) -> tuple[np.
     """Jobs x types matrix of time fractions from an allocation table (solo rows only)."""
     problems: list[str] = []
     X = np.zeros((arr.num_jobs, len(arr.types)))
-    if allocation.empty:
+    if 0 in allocation.shape:  # (``allocation.empty``)
         return X, ["the allocation table is empty"]
     solo = _solo_columns(allocation)
     if solo is not None:
@@ -99,9 +99,13 @@ def _pairs_matrix(
     without a pair."""
     jobs = codes[0]  # (the positive pairs: their flat positions are known)
     X.reshape(-1)[pair_positions(arr)] = frac + 0.0
+    problems: list[str] = []
+    # (ascending, each job's pairs in one run: every job is there when there are as many
+    # runs as jobs)
+    if len(jobs) and np.count_nonzero(jobs[1:] != jobs[:-1]) + 1 == arr.num_jobs:
+        return X, problems
     seen = np.zeros(arr.num_jobs, dtype=bool)
     seen[jobs] = True
-    problems: list[str] = []
     if not seen.all():
         missing = [arr.job_ids[i] for i in np.nonzero(~seen)[0]]
         problems.append(
@@ -116,13 +120,21 @@ def _solo_columns(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     once (three ``df[col]`` Series cost ~40 us, measured); ``None`` (the general path) for
     a table with ``other_job`` rows, repeated column names, or columns of other types."""
     labels = df.columns
-    if "other_job" in labels or not labels.is_unique:
-        return None
+    names = labels.tolist()
+    if all(type(c) is str for c in names):
+        # (string labels: a list's membership, a set's size and positions by name answer
+        # as the index's lookups do)
+        where = {c: i for i, c in enumerate(names)}
+        if "other_job" in where or len(where) != len(names):
+            return None
+        at: Callable[[str], Any] = where.__getitem__
+    else:
+        if "other_job" in labels or not labels.is_unique:
+            return None
+        at = labels.get_loc
     stored = _stored_columns(df)
     try:
-        job, worker_type, fraction = (
-            stored[labels.get_loc(c)] for c in ("job", "worker_type", "fraction")
-        )
+        job, worker_type, fraction = (stored[at(c)] for c in ("job", "worker_type", "fraction"))
     except (KeyError, TypeError):
         return None
     if not (type(fraction) is np.ndarray and fraction.dtype == np.float64):
@@ -249,10 +261,11 @@ def _positive_pairs(arr: ClusterArrays) -> tuple[np.ndarray, np.ndarray, np.ndar
     if pairs is None:
         # (the flat positions, then divided: a third of 2-d nonzero's time at 20,000 x 8)
         T = arr.thr.shape[1]
-        flat = np.flatnonzero(arr.thr > 0).astype(np.int64, copy=False)
+        flat = (arr.thr > 0).reshape(-1).nonzero()[0].astype(np.int64, copy=False)
         if T:
             job = flat // T
-            typ = flat - job * T
+            typ = job * T
+            np.subtract(flat, typ, out=typ)  # (flat - job * T)
         else:  # pragma: no cover - no types: no pairs
             job, typ = flat.copy(), flat.copy()
         for a in (job, typ, flat):
@@ -303,7 +316,10 @@ def check_allocation(
 ) -> list[str]:
     """Feasibility checks on a solo allocation matrix (plus shared GPUs' usage and time)."""
     problems: list[str] = []
-    if (X < -ABS_TOL).any():
+    # (the least entry, read once, decides both the sign test and the capacity bound's
+    # precondition; a NaN in it: ``X < -ABS_TOL`` itself)
+    low = X.min() if X.dtype == np.float64 and X.size else None
+    if (X < -ABS_TOL).any() if low is None or low != low else low < -ABS_TOL:
         i, t = np.argwhere(X < -ABS_TOL)[0]
         problems.append(
             f"negative fraction {X[i, t]:.3g} for job {arr.job_ids[i]} on {arr.types[t]}"
@@ -311,22 +327,26 @@ def check_allocation(
     share = row_sums(X)
     if extra_share is not None:
         share = share + extra_share
-    over = share > 1 + REL_TOL
-    if over.any():
+    # (the largest share decides when it is a number: a NaN one, ``share > 1 + REL_TOL``)
+    top = share.max() if len(share) else np.nan
+    if (share > 1 + REL_TOL).any() if top != top else top > 1 + REL_TOL:
+        over = share > 1 + REL_TOL
         i = int(np.argmax(share))
         problems.append(
             f"{int(over.sum())} job(s) get more than 100% of the time, e.g. job {arr.job_ids[i]}: {share[i]:.9f}"
         )
-    used = (arr.scale[:, None] * X).sum(axis=0)
-    if extra_usage is not None:
-        used = used + extra_usage
-    cap_over = used > arr.workers * (1 + REL_TOL) + ABS_TOL
-    for t in np.nonzero(cap_over)[0]:
-        problems.append(
-            f"worker type {arr.types[t]}: {used[t]:.6f} GPUs used > {arr.workers[t]:g} present"
-        )
-    forbidden = (~arr.allowed) & (X > ABS_TOL)
-    if forbidden.any():
+    limit = arr.workers * (1 + REL_TOL) + ABS_TOL
+    if extra_usage is not None or not _within_capacity(arr.scale, X, limit, low):
+        used = gpus_used(arr.scale, X)
+        if extra_usage is not None:
+            used = used + extra_usage
+        for t in np.nonzero(used > limit)[0]:
+            problems.append(
+                f"worker type {arr.types[t]}: {used[t]:.6f} GPUs used > {arr.workers[t]:g} present"
+            )
+    # (``((~allowed) & (X > ABS_TOL)).any()``: a pair above the tolerance is allowed)
+    if not np.less_equal(X > ABS_TOL, arr.allowed).all():
+        forbidden = (~arr.allowed) & (X > ABS_TOL)
         i, t = np.argwhere(forbidden)[0]
         problems.append(
             f"job {arr.job_ids[i]} runs on {arr.types[t]} where it cannot (zero throughput or "
@@ -335,10 +355,57 @@ def check_allocation(
     return problems
 
 
+def gpus_used(scale: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """The GPUs of each type an allocation uses: ``(scale[:, None] * X).sum(axis=0)``
+    (numpy's sum over the rows of a C-ordered matrix: one row after the other, from 0.0)."""
+    return (scale[:, None] * X).sum(axis=0)
+
+
+_EPS = float(np.finfo(np.float64).eps)
+
+
+def _within_capacity(scale: np.ndarray, X: np.ndarray, limit: np.ndarray, low: Any) -> bool:
+    """Whether every type's :func:`gpus_used` is surely ``<= limit``, decided from
+    ``scale @ X`` (one BLAS product, a tenth of the row-by-row sum's time at 2,000 x 3,
+    measured) and a bound on how far the two sums may differ; ``False`` (compute the
+    sum) when that cannot be decided, or the entries are not all non-negative (NaN
+    included; ``low``: ``X.min()``, or ``None`` when not read).
+
+    Both sums add the same ``n`` products (each rounded, or fused, at most one unit of
+    roundoff ``u`` off), in some order: each is within ``(n + 1) u`` times the sum of the
+    products' magnitudes of the exact sum, so within ``2 (n + 2) u S`` of each other (``S``:
+    the exact sum of the non-negative products, at most ``scale @ X`` times
+    ``1 / (1 - (n + 1) u)``). Allowed here: ``4 (n + 4) eps`` times ``scale @ X``
+    (``eps = 2u``: about four times that, which also covers the roundings of this
+    test's own two operations), plus ``1e-300`` for products below the normal range. An
+    answer ``True`` is then exact: the row-by-row sum is ``<= limit`` too, so its verdict
+    (and its absence of messages) is the one the sum would give (a bound that overflows
+    is ``inf``: not ``<= limit``)."""
+    n = len(scale)
+    if X.ndim != 2 or X.dtype != np.float64 or scale.dtype != np.float64 or scale.ndim != 1:
+        return False
+    if n == 0 or X.shape[0] != n or X.size == 0 or n * _EPS > 1e-6:
+        return False
+    if low is None or not (low >= 0.0 and scale.min() >= 0.0):
+        return False
+    factor = 1.0 + 4.0 * (n + 4) * _EPS
+    # (Python floats: the same IEEE products and sums as numpy's, a type at a time)
+    high, top = (scale @ X).tolist(), limit.tolist()
+    if len(high) != len(top):  # (the sum's own error is raised)
+        return False
+    return all(h * factor + 1e-300 <= m for h, m in zip(high, top, strict=True))
+
+
 def effective_throughput(arr: ClusterArrays, X: np.ndarray) -> np.ndarray:
     """Each job's throughput ``(thr * max(X, 0)).sum(axis=1)`` (:func:`row_sums`; writing
-    the products type-major instead of the transposed copy was slower, measured)."""
-    return row_sums(arr.thr * np.clip(X, 0, None))
+    the products type-major instead of the transposed copy was slower, measured).
+    ``np.maximum(X, 0)`` is what ``np.clip(X, 0, None)`` computes (without its Python
+    wrapper), and the products are written over it when it is a new float matrix of
+    ``thr``'s shape (the same products, ``thr`` the first operand)."""
+    Y = np.maximum(X, 0)
+    if Y.dtype == np.float64 and Y.shape == arr.thr.shape and arr.thr.dtype == np.float64:
+        return row_sums(np.multiply(arr.thr, Y, out=Y))
+    return row_sums(arr.thr * Y)
 
 
 def row_sums(M: np.ndarray) -> np.ndarray:
@@ -387,10 +454,42 @@ def _pairwise_rows(rows: np.ndarray) -> np.ndarray:
     return out
 
 
+_PROPORTIONAL = "_proportional_throughput"
+"""Key of :func:`proportional_throughput`'s cache in a :class:`~.data.ClusterArrays`'
+``__dict__``."""
+
+
+def proportional_throughput(arr: ClusterArrays) -> np.ndarray:
+    """``arr.proportional_throughput()`` (Gavel's ``p_i``), computed once per arrays
+    (which never change) and read-only."""
+    p = arr.__dict__.get(_PROPORTIONAL)
+    if p is None:
+        p = arr.proportional_throughput()
+        p.flags.writeable = False
+        arr.__dict__[_PROPORTIONAL] = p
+    return p
+
+
+_FAIRNESS = "_fairness_weights"
+"""Key of :func:`fairness_weights`' cache in a :class:`~.data.ClusterArrays`' ``__dict__``."""
+
+
+def fairness_weights(arr: ClusterArrays) -> np.ndarray:
+    """``arr.weight * p`` (:func:`proportional_throughput`): a job's normalised throughput
+    is ``scale * throughput / (weight * p)``; computed once per arrays, read-only."""
+    w = arr.__dict__.get(_FAIRNESS)
+    if w is None:
+        w = arr.weight * proportional_throughput(arr)
+        w.flags.writeable = False
+        arr.__dict__[_FAIRNESS] = w
+    return w
+
+
 def max_min_value(arr: ClusterArrays, X: np.ndarray, extra_thr: np.ndarray | None = None) -> float:
-    p = arr.proportional_throughput()
-    thr = effective_throughput(arr, X) + (0.0 if extra_thr is None else extra_thr)
-    vals = arr.scale * thr / (arr.weight * p)
+    thr = effective_throughput(arr, X)  # (never -0.0: + 0.0 would change nothing)
+    if extra_thr is not None:
+        thr = thr + extra_thr
+    vals = arr.scale * thr / fairness_weights(arr)
     return float(vals.min())
 
 
