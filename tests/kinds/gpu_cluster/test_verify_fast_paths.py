@@ -227,30 +227,6 @@ def test_pairs_matrix_finds_the_missing_jobs_as_before(drop: int | None) -> None
     assert bool(got[1]) == (drop is not None)
 
 
-@pytest.mark.parametrize("seed", range(10))
-def test_object_take_is_numpys(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    names = M._inferred([f"n{i}" for i in range(int(rng.integers(1, 50)))])
-    at = rng.integers(0, len(names), int(rng.integers(1, 200)))
-    got = M._names_at(names, at)
-    want = names.take(at)
-    assert type(got) is type(want) and got.dtype == want.dtype
-    assert all(a is b for a, b in zip(np.asarray(got), np.asarray(want), strict=True))
-    assert M._names_at(names, at, len(names)).tolist() == want.tolist()
-    assert np.asarray(got) is not np.asarray(names)
-
-
-def test_object_take_checks_positions() -> None:
-    names = M._inferred(["a", "b", "c"])
-    assert M._names_at(names, np.array([-1, 0])).tolist() == ["c", "a"]  # (numpy's take)
-    with pytest.raises(IndexError):
-        M._names_at(names, np.array([0, 3]))
-    # a bound beyond the names is not trusted: the positions are checked
-    with pytest.raises(IndexError):
-        M._names_at(names, np.array([0, 3]), 4)
-    assert M._take_objects(np.asarray(names), np.array([0, 1], dtype=np.int32)) is None
-
-
 def test_type_names_follow_the_list() -> None:
     types = ["v100", "k80"]
     first = M._type_names(types)
