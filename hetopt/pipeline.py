@@ -395,16 +395,6 @@ class Session:
             k: StageReport(s.solves, s.solve_s, s.simplex_iterations, s.ipm_iterations, s.mip_nodes)
             for k, s in self._stages.items()
         }
-        if len(stages) == 1:  # (the sums of one stage's numbers: 0 + each)
-            (one,) = stages.values()
-            return SolverReport(
-                solves=0 + one.solves,
-                solve_s=0 + one.solve_s,
-                simplex_iterations=0 + one.simplex_iterations,
-                ipm_iterations=0 + one.ipm_iterations,
-                mip_nodes=0 + one.mip_nodes,
-                stages=stages,
-            )
         return SolverReport(
             solves=sum(s.solves for s in stages.values()),
             solve_s=sum(s.solve_s for s in stages.values()),

@@ -221,9 +221,7 @@ def time_share_columns(
     if pairs is None or x is None:
         pairs = F.Pairs(*V.positive_pairs(arr))  # (Pairs.of(arr), computed once)
         x = X.take(V.pair_positions(arr))  # (X[pairs.job, pairs.type])
-        allocation = allocation_table(arr, pairs, x, within=True)
-    else:
-        allocation = allocation_table(arr, pairs, x)
+    allocation = allocation_table(arr, pairs, x)
     thr_eff = V.effective_throughput(arr, X)
     # (the ids as given when there are none: the constructor's empty column)
     ids = job_names(arr).copy() if arr.num_jobs else list(arr.job_ids)
@@ -323,15 +321,12 @@ def _floats(column: Any) -> np.ndarray:
     return np.asarray(column, dtype=float)
 
 
-def allocation_table(arr: Any, pairs: F.Pairs, x: np.ndarray, within: bool = False) -> pd.DataFrame:
-    """``job, worker_type, fraction`` for every (job, type) pair with positive throughput
-    (``within``: the pairs are :func:`.verify.positive_pairs`, positions in ``arr.thr``'s
-    rows and columns)."""
-    rows, cols = arr.thr.shape if within else (None, None)
+def allocation_table(arr: Any, pairs: F.Pairs, x: np.ndarray) -> pd.DataFrame:
+    """``job, worker_type, fraction`` for every (job, type) pair with positive throughput."""
     return table(
         {
-            "job": _names_at(job_names(arr), pairs.job, rows),
-            "worker_type": _names_at(_type_names(arr.types), pairs.type, cols),
+            "job": _names_at(job_names(arr), pairs.job),
+            "worker_type": _names_at(_type_names(arr.types), pairs.type),
             "fraction": np.asarray(x),
         }
     )
@@ -442,11 +437,9 @@ _LAST_TYPES: list[Any] = [None, (), None]
 scheduler's rounds pass the cluster's one list of types)."""
 
 
-def _names_at(names: Any, at: np.ndarray, below: int | None = None) -> Any:
+def _names_at(names: Any, at: np.ndarray) -> Any:
     """``names[at]`` (a new array) from a column made by :func:`_inferred`; the object
-    array when there are no rows (whose empty column pandas types differently).
-    ``below`` (the positions are known to lie in ``[0, below)``) is not needed by
-    pandas's take and is ignored."""
+    array when there are no rows (whose empty column pandas types differently)."""
     if len(at) == 0:
         return np.asarray(names, dtype=object)[at]
     return names.take(at)
@@ -471,16 +464,13 @@ _LABELS: dict[tuple[str, ...], pd.Index] = {}
 
 def _labels(names: tuple[str, ...]) -> pd.Index:
     """``pd.Index(names)`` (its inference is a third of a small frame's cost): a copy of
-    one made once per column list (a copy: a frame's columns may be renamed in place).
-    The copy is ``Index._view()``, what ``Index.copy()`` makes (a new index on the same
-    values and cache, with the same name) without validating the name again."""
+    one made once per column list (a copy: a frame's columns may be renamed in place)."""
     index = _LABELS.get(names)
     if index is None:
         if len(_LABELS) > 64:
             _LABELS.clear()
         index = _LABELS[names] = pd.Index(list(names))
-    view = getattr(index, "_view", None)
-    return index.copy() if view is None else view()
+    return index.copy()
 
 
 class ColumnsRun(OneLP):

@@ -271,7 +271,7 @@ def test_allocation_table_of_the_positive_pairs_equals_the_inferred_table() -> N
     arr = inst.arrays
     job, typ = V.positive_pairs(arr)
     x = np.linspace(0, 1, len(job))
-    got = M.allocation_table(arr, SimpleNamespace(job=job, type=typ), x, within=True)  # type: ignore[arg-type]
+    got = M.allocation_table(arr, SimpleNamespace(job=job, type=typ), x)  # type: ignore[arg-type]
     want = pd.DataFrame(
         {
             "job": np.asarray(arr.job_ids, dtype=object)[job],
