@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import field as _field
 from functools import cached_property
 from itertools import chain, repeat
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
@@ -519,6 +521,22 @@ class _JobColumns:
         return None
 
 
+_T = TypeVar("_T")
+
+DERIVED: dict[str, str] = {
+    "job_id_objects": "verify: the ids as a read-only object array (the job column's strings)",
+    "positive_pairs": "verify: the pairs of positive throughput, job-major, and their positions",
+    "proportional_throughput": "verify: Gavel's p_i, read-only",
+    "fairness_weights": "verify: weight * p_i, read-only",
+    "job_names": "methods: the tables' job column, as pandas infers it",
+    "weight_range": "persistent: the least and the greatest weight",
+}
+"""The values a :class:`ClusterArrays` keeps (:meth:`ClusterArrays.derived`): key -> the
+module that computes it, and what it is. The verifier computes its entries from the
+arrays itself; a policy may give the ids and the ``job`` column exactly
+(:meth:`ClusterArrays.give`)."""
+
+
 @dataclass(frozen=True, eq=False)
 class ClusterArrays:
     """Dense numpy views of a :class:`GpuClusterInstance`.
@@ -527,6 +545,10 @@ class ClusterArrays:
     throughput and at least ``scale_factor`` GPUs of that type). Compared by identity
     (arrays have no single truth value): two instances whose views are both computed
     compare by their fields.
+
+    The arrays never change, so what other modules compute from them once (the ids as
+    an object array, the positive pairs, the ``job`` column, ...) is kept on them by
+    :meth:`derived`, under one of the keys :data:`DERIVED` declares.
     """
 
     job_ids: list[str]
@@ -537,6 +559,26 @@ class ClusterArrays:
     steps: np.ndarray  # NaN where missing
     workers: np.ndarray
     allowed: np.ndarray
+    _derived: dict[str, Any] = _field(default_factory=dict, init=False, repr=False)
+
+    def derived(self, key: str, make: Callable[[ClusterArrays], _T]) -> _T:
+        """``make(self)``, computed once per arrays and kept under ``key`` (one of
+        :data:`DERIVED`'s). Every later caller shares what ``make`` returned, so
+        callers never modify it."""
+        found = self._derived.get(key)
+        if found is None:
+            if key not in DERIVED:
+                raise KeyError(f"undeclared derived value {key!r} (declare it in DERIVED)")
+            found = self._derived[key] = make(self)
+        return found  # type: ignore[no-any-return]
+
+    def give(self, key: str, value: Any) -> None:
+        """Keep ``value`` under ``key`` as what :meth:`derived` would compute from these
+        arrays (a :class:`~.persistent.PersistentPolicy` makes its next arrays' ids and
+        ``job`` column from the last arrays' ones, exactly)."""
+        if key not in DERIVED:
+            raise KeyError(f"undeclared derived value {key!r} (declare it in DERIVED)")
+        self._derived[key] = value
 
     @classmethod
     def from_instance(cls, inst: GpuClusterInstance) -> ClusterArrays:

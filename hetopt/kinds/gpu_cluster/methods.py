@@ -339,9 +339,6 @@ def allocation_table(arr: Any, pairs: F.Pairs, x: np.ndarray) -> pd.DataFrame:
 # string array of the names, inferred once per name list, then taken), and the frame is
 # assembled from them directly; bit for bit the frame the constructor gives
 # (tests/kinds/gpu_cluster/test_tables.py).
-_JOB_NAMES = "_job_names_column"
-"""Key of the cached ``job`` column in a :class:`~.data.ClusterArrays`' ``__dict__``."""
-
 _TYPE_NAMES: dict[tuple[str, ...], Any] = {}
 """Worker-type names -> their column (few distinct clusters per process)."""
 
@@ -398,18 +395,14 @@ def job_names(arr: Any) -> Any:
     arrays (cached on them: a :class:`~.data.ClusterArrays` never changes; a
     :class:`~.persistent.PersistentPolicy` passes it on to the arrays it derives with
     :func:`set_job_names`). Callers never modify it (frames get copies or takes)."""
-    names = arr.__dict__.get(_JOB_NAMES)
-    if names is None:
-        # (on the verifier's read-only object array of the ids: made once, never written)
-        names = _inferred(V.job_id_objects(arr))
-        arr.__dict__[_JOB_NAMES] = names
-    return names
+    # (on the verifier's read-only object array of the ids: made once, never written)
+    return arr.derived("job_names", lambda a: _inferred(V.job_id_objects(a)))
 
 
 def set_job_names(arr: Any, names: Any) -> None:
     """Give ``arr`` its ``job`` column, derived from an earlier arrays' (taken or
     concatenated): what :func:`job_names` would infer from ``arr.job_ids``."""
-    arr.__dict__[_JOB_NAMES] = names
+    arr.give("job_names", names)
 
 
 def _type_names(types: list[str]) -> Any:

@@ -174,17 +174,10 @@ def _all_strings(ids: np.ndarray) -> bool:
     return bool(pd.api.types.infer_dtype(ids, skipna=False) == "string")
 
 
-_WEIGHT_RANGE = "_persistent_weight_range"
-
-
 def _weight_range(arr: ClusterArrays) -> tuple[float, float]:
-    """The least and the greatest weight of ``arr``'s jobs, found once per arrays (which
-    never change; kept on them as :func:`~.methods.job_names` keeps the names)."""
-    found = arr.__dict__.get(_WEIGHT_RANGE)
-    if found is None:
-        w = arr.weight
-        found = arr.__dict__[_WEIGHT_RANGE] = (float(w.min()), float(w.max()))
-    return cast("tuple[float, float]", found)
+    """The least and the greatest weight of ``arr``'s jobs, found once per arrays
+    (:meth:`~.data.ClusterArrays.derived`)."""
+    return arr.derived("weight_range", lambda a: (float(a.weight.min()), float(a.weight.max())))
 
 
 @dataclass

@@ -198,19 +198,17 @@ def _objects(column: pd.Series | np.ndarray) -> np.ndarray:
     return values
 
 
-_IDS = "_job_id_objects"
-"""Key of :func:`job_id_objects`' cache in a :class:`~.data.ClusterArrays`' ``__dict__``."""
-
-
 def job_id_objects(arr: ClusterArrays) -> np.ndarray:
     """``arr.job_ids`` as a read-only object array (the id strings themselves), made once
-    per arrays (which never change); a :class:`~.persistent.PersistentPolicy` gives the
-    arrays it derives theirs (:func:`set_job_id_objects`)."""
-    ids = arr.__dict__.get(_IDS)
-    if ids is None:
-        ids = np.fromiter(arr.job_ids, dtype=object, count=len(arr.job_ids))
-        ids.flags.writeable = False
-        arr.__dict__[_IDS] = ids
+    per arrays (:meth:`~.data.ClusterArrays.derived`); a
+    :class:`~.persistent.PersistentPolicy` gives the arrays it derives theirs
+    (:func:`set_job_id_objects`)."""
+    return arr.derived("job_id_objects", _id_objects)
+
+
+def _id_objects(arr: ClusterArrays) -> np.ndarray:
+    ids = np.fromiter(arr.job_ids, dtype=object, count=len(arr.job_ids))
+    ids.flags.writeable = False
     return ids
 
 
@@ -218,7 +216,7 @@ def set_job_id_objects(arr: ClusterArrays, ids: np.ndarray) -> None:
     """Give ``arr`` its :func:`job_id_objects`: an object array holding exactly
     ``arr.job_ids``' strings, in order (made read-only here)."""
     ids.flags.writeable = False
-    arr.__dict__[_IDS] = ids
+    arr.give("job_id_objects", ids)
 
 
 def _equal_at(names: np.ndarray, at: np.ndarray, values: np.ndarray) -> bool:
@@ -240,10 +238,6 @@ def _equal_at(names: np.ndarray, at: np.ndarray, values: np.ndarray) -> bool:
     return bool((names.take(at[rest]) == values[rest]).all())
 
 
-_PAIRS = "_positive_pairs"
-"""Key of :func:`positive_pairs`' cache in a :class:`~.data.ClusterArrays`' ``__dict__``."""
-
-
 def positive_pairs(arr: ClusterArrays) -> tuple[np.ndarray, np.ndarray]:
     """``np.nonzero(arr.thr > 0)`` as int64 arrays (job-major: the (job, type) pairs of
     positive throughput), computed once per arrays (which never change) and read-only."""
@@ -257,21 +251,22 @@ def pair_positions(arr: ClusterArrays) -> np.ndarray:
 
 
 def _positive_pairs(arr: ClusterArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    pairs = arr.__dict__.get(_PAIRS)
-    if pairs is None:
-        # (the flat positions, then divided: a third of 2-d nonzero's time at 20,000 x 8)
-        T = arr.thr.shape[1]
-        flat = (arr.thr > 0).reshape(-1).nonzero()[0].astype(np.int64, copy=False)
-        if T:
-            job = flat // T
-            typ = job * T
-            np.subtract(flat, typ, out=typ)  # (flat - job * T)
-        else:  # pragma: no cover - no types: no pairs
-            job, typ = flat.copy(), flat.copy()
-        for a in (job, typ, flat):
-            a.flags.writeable = False
-        pairs = arr.__dict__[_PAIRS] = (job, typ, flat)
-    return pairs
+    return arr.derived("positive_pairs", _pairs_of)
+
+
+def _pairs_of(arr: ClusterArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    # (the flat positions, then divided: a third of 2-d nonzero's time at 20,000 x 8)
+    T = arr.thr.shape[1]
+    flat = (arr.thr > 0).reshape(-1).nonzero()[0].astype(np.int64, copy=False)
+    if T:
+        job = flat // T
+        typ = job * T
+        np.subtract(flat, typ, out=typ)  # (flat - job * T)
+    else:  # pragma: no cover - no types: no pairs
+        job, typ = flat.copy(), flat.copy()
+    for a in (job, typ, flat):
+        a.flags.writeable = False
+    return job, typ, flat
 
 
 def _lookup_jobs(arr: ClusterArrays, column: pd.Series) -> np.ndarray:
@@ -454,34 +449,27 @@ def _pairwise_rows(rows: np.ndarray) -> np.ndarray:
     return out
 
 
-_PROPORTIONAL = "_proportional_throughput"
-"""Key of :func:`proportional_throughput`'s cache in a :class:`~.data.ClusterArrays`'
-``__dict__``."""
-
-
 def proportional_throughput(arr: ClusterArrays) -> np.ndarray:
     """``arr.proportional_throughput()`` (Gavel's ``p_i``), computed once per arrays
     (which never change) and read-only."""
-    p = arr.__dict__.get(_PROPORTIONAL)
-    if p is None:
-        p = arr.proportional_throughput()
-        p.flags.writeable = False
-        arr.__dict__[_PROPORTIONAL] = p
+    return arr.derived("proportional_throughput", _proportional)
+
+
+def _proportional(arr: ClusterArrays) -> np.ndarray:
+    p = arr.proportional_throughput()
+    p.flags.writeable = False
     return p
-
-
-_FAIRNESS = "_fairness_weights"
-"""Key of :func:`fairness_weights`' cache in a :class:`~.data.ClusterArrays`' ``__dict__``."""
 
 
 def fairness_weights(arr: ClusterArrays) -> np.ndarray:
     """``arr.weight * p`` (:func:`proportional_throughput`): a job's normalised throughput
     is ``scale * throughput / (weight * p)``; computed once per arrays, read-only."""
-    w = arr.__dict__.get(_FAIRNESS)
-    if w is None:
-        w = arr.weight * proportional_throughput(arr)
-        w.flags.writeable = False
-        arr.__dict__[_FAIRNESS] = w
+    return arr.derived("fairness_weights", _fairness)
+
+
+def _fairness(arr: ClusterArrays) -> np.ndarray:
+    w = arr.weight * proportional_throughput(arr)
+    w.flags.writeable = False
     return w
 
 

@@ -54,6 +54,8 @@ def test_arrays_from_validation_equal_arrays_from_the_records(k: int) -> None:
     got, want = inst.arrays, _fresh(inst)
     assert _CHECKED.columns is None  # taken once
     for f in dataclasses.fields(ClusterArrays):
+        if not f.init:  # (what other modules derive from the arrays: not data)
+            continue
         a, b = getattr(got, f.name), getattr(want, f.name)
         if isinstance(a, np.ndarray):
             assert a.dtype == b.dtype and a.shape == b.shape and a.flags.c_contiguous
@@ -179,3 +181,28 @@ def test_validation_knows_that_no_job_is_elastic() -> None:
     assert inst.__dict__["has_elastic"] is False and not inst.has_elastic
     bare = GpuClusterInstance.model_construct(workers=inst.workers, jobs=list(inst.jobs))
     assert "has_elastic" not in bare.__dict__ and not bare.has_elastic
+
+
+def test_derived_values_are_made_once_per_arrays_under_declared_keys() -> None:
+    arr = GpuClusterInstance.from_dict(_cases()[0]).arrays
+    made: list[ClusterArrays] = []
+
+    def make(a: ClusterArrays) -> tuple[float, float]:
+        made.append(a)
+        return (float(a.weight.min()), float(a.weight.max()))
+
+    first = arr.derived("weight_range", make)
+    assert arr.derived("weight_range", make) is first
+    assert made == [arr]
+    # other arrays (a subset, the arrays of another instance) make their own
+    sub = arr.subset(np.arange(3))
+    assert sub.derived("weight_range", make) == (float(sub.weight.min()), float(sub.weight.max()))
+    assert len(made) == 2 and made[1] is sub
+    # a value given is what later calls get; undeclared keys are refused both ways
+    sub.give("weight_range", (0.5, 2.0))
+    assert sub.derived("weight_range", make) == (0.5, 2.0)
+    with pytest.raises(KeyError, match="undeclared derived value 'nothing'"):
+        arr.derived("nothing", make)
+    with pytest.raises(KeyError, match="undeclared derived value 'nothing'"):
+        arr.give("nothing", 1)
+    assert len(made) == 2

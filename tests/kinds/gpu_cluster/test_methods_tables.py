@@ -11,11 +11,20 @@ import pandas as pd
 import pytest
 
 from hetopt.kinds.gpu_cluster import methods as M
+from hetopt.kinds.gpu_cluster.data import ClusterArrays
+
+
+def _arrays(job_ids: list[str], types: list[str]) -> ClusterArrays:
+    """Arrays of these jobs and types (every throughput 1: the tables read the names)."""
+    n, t = len(job_ids), len(types)
+    thr = np.ones((n, t))
+    steps = np.full(n, np.nan)
+    return ClusterArrays(job_ids, types, thr, np.ones(n), np.ones(n), steps, np.ones(t), thr > 0)
 
 
 @pytest.mark.parametrize("rows", [0, 1, 7])
 def test_allocation_table_equals_the_inferred_table(rows: int) -> None:
-    arr = SimpleNamespace(job_ids=["a", "b", "c"], types=["v100", "k80"])
+    arr = _arrays(["a", "b", "c"], ["v100", "k80"])
     rng = np.random.default_rng(rows)
     pairs = SimpleNamespace(job=rng.integers(0, 3, rows), type=rng.integers(0, 2, rows))
     x = rng.random(rows)
@@ -58,7 +67,7 @@ def test_table_is_the_constructors_frame(rows: int) -> None:
 def test_tables_own_their_columns() -> None:
     """Frames never share the cached names or the caller's values: changing one in place
     (or renaming its columns) leaves the next one as it was."""
-    arr = SimpleNamespace(job_ids=["a", "b"], types=["v100"], thr=np.ones((2, 1)), num_jobs=2)
+    arr = _arrays(["a", "b"], ["v100"])
     X = np.full((2, 1), 0.5)
     pairs = SimpleNamespace(job=np.array([0, 1]), type=np.array([0, 0]))
     x = np.array([0.5, 0.5])
@@ -112,7 +121,7 @@ def test_worker_type_column_holds_the_instances_own_names() -> None:
     x = np.array([0.25, 0.5, 1.0])
     tables = []
     for types in (first, other, first):
-        arr = SimpleNamespace(job_ids=["a", "b"], types=types)
+        arr = _arrays(["a", "b"], types)
         got = M.allocation_table(arr, pairs, x)  # type: ignore[arg-type]
         held = V._objects(got["worker_type"])
         assert all(h is types[t] for h, t in zip(held, pairs.type, strict=True))

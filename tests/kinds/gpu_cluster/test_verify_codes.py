@@ -13,6 +13,7 @@ import pytest
 
 from hetopt.kinds.gpu_cluster import GpuClusterInstance
 from hetopt.kinds.gpu_cluster import verify as V
+from hetopt.kinds.gpu_cluster.data import ClusterArrays
 
 DATA: dict[str, Any] = {
     "kind": "gpu_cluster",
@@ -260,12 +261,15 @@ def test_positive_pairs_are_nonzeros_pairs(shape: tuple[int, int]) -> None:
     read-only, and their flat positions index the same entries."""
     rng = np.random.default_rng(shape[0])
     thr = rng.random(shape) * (rng.random(shape) < 0.6)
-    arr = SimpleNamespace(thr=thr)
-    job, typ = V.positive_pairs(arr)  # type: ignore[arg-type]
+    n, t = shape
+    ids, types = [f"j{i}" for i in range(n)], [f"t{k}" for k in range(t)]
+    one = np.ones(n)
+    arr = ClusterArrays(ids, types, thr, one, one, one, np.ones(t), thr > 0)
+    job, typ = V.positive_pairs(arr)
     want_job, want_typ = np.nonzero(thr > 0)
     assert job.dtype == typ.dtype == np.int64
     assert np.array_equal(job, want_job) and np.array_equal(typ, want_typ)
-    flat = V.pair_positions(arr)  # type: ignore[arg-type]
+    flat = V.pair_positions(arr)
     assert np.array_equal(thr.reshape(-1)[flat], thr[want_job, want_typ])
     assert not (job.flags.writeable or typ.flags.writeable or flat.flags.writeable)
 
