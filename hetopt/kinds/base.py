@@ -194,10 +194,10 @@ class MethodTable(Mapping[Any, Method]):
 
 
 class Kind:
-    """Base class of a problem kind.
+    """Base class of a problem kind: a subclass sets the class attributes below.
 
-    Class attributes
-    ----------------
+    Attributes
+    ----------
     name, description
         The kind's name (the ``kind`` field of its instances) and one line about it.
     objectives
@@ -216,6 +216,8 @@ class Kind:
         The declared result tables and ``info`` entries.
     decomposer
         The kind's :class:`~hetopt.contract.Decomposer` hooks, if it can be decomposed.
+    replanner
+        The kind's :class:`hetopt.rolling.Replanner` hooks, if it has a rolling horizon.
     """
 
     name: str = ""
