@@ -78,7 +78,9 @@ class GpuClusterParams(Params):
         description="max_min_fairness, makespan (time sharing): solve the LP with every (job, type) "
         "column at once (monolithic), or by column generation from each job's best types, "
         "priced by HiGHS's duals, with a dual-bound certificate (exact to 1e-9); auto: "
-        "column generation for LPs of 50,000 pairs and more",
+        "column generation for LPs of 50,000 pairs and more; from 1,000 pairs, first the "
+        "bottleneck fill, which ends the solve without an LP when every job can reach "
+        "its bound within the GPUs (certified; reported as bottleneck_fill)",
     )
     servers: int = Field(1, ge=1, description="reclaim: how many loaned servers to return")
     server_type: str | None = Field(

@@ -87,6 +87,14 @@ AUTO_MIN_PAIRS = 50_000
 :data:`INITIAL` pairs per row on average): measured faster than the monolithic LP at
 20,000 jobs x 8 types, slower on small LPs where one interior-point solve is cheap."""
 
+AUTO_FILL_MIN_PAIRS = 1_000
+"""Below :data:`AUTO_MIN_PAIRS`, ``lp_strategy="auto"`` tries the bottleneck fill alone
+from this many pairs (of the grouped LP) before the monolithic LP (:func:`solve_by_fill`).
+Measured (threads=1): where it fills, 3-27 ms against 13-1,800 ms for the LP (Gavel's
+makespan at 512-8,192 jobs, 2,000-5,000 jobs x 8 types); where it does not, it costs
+0.2-2 ms beside LPs of 7 ms and more (below 1,000 pairs, e.g. Gavel's max-min in 26-155
+groups, LPs of 3-7 ms, it is not tried)."""
+
 
 @dataclass(frozen=True)
 class Pricing:
@@ -305,18 +313,28 @@ def _too_few_gpus(gpus: np.ndarray, capacity: np.ndarray) -> bool:
     return not np.isfinite(least).all() or float(least.sum()) > float(np.sum(capacity)) * (1 + 1e-9)
 
 
-def solve_by_columns(
+@dataclass(frozen=True)
+class _Setup:
+    """What :func:`solve_by_columns` builds before any LP: the (grouped) LP's data, its
+    pairs and the bound on ``z``."""
+
+    makespan: bool
+    group_of: np.ndarray | None
+    lp: M.MaxMinLP
+    pricing: Pricing
+    lay: ColumnsLayout
+    capacity: np.ndarray
+    z_ub: float
+
+
+def _setup(
     session: Session,
     instance: GpuClusterInstance,
     params: GpuClusterParams,
-    objective: str = "max_min_fairness",
-    groups: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-) -> Outcome:
-    """The max-min fairness or makespan LP of ``instance`` by column generation (module
-    docstring), after the bottleneck fill (:func:`bottleneck_fill`). ``groups``: the
-    symmetry groups of ``instance`` (:func:`.formulations.job_groups` for ``objective``)
-    when the caller has them (used when ``params.symmetry``)."""
-    from .methods import MakespanRead, MaxMinRead, require_steps, time_share_tables
+    objective: str,
+    groups: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+) -> _Setup:
+    from .methods import require_steps
 
     makespan = objective == "makespan"
     if makespan:
@@ -338,23 +356,79 @@ def solve_by_columns(
             lp = F.max_min_lp(sub, None, None, mult)
         assert lp.z_usage is None and not lp.extra_rows and not lp.free
         pricing = Pricing.of(lp)
-        n, T = sub.num_jobs, len(sub.types)
-        lay = ColumnsLayout(n, T)
-        capacity = np.asarray(lp.capacity, dtype=float)
+        n = sub.num_jobs
         # (the certificate's bound on z; not in the LP, where z at such a bound slows the
         # interior point down)
         z_ub = z_upper_of(pricing, n, None if lp.z_max is None else lp.z_max * lp.scale)
-        filled = bottleneck_fill(pricing, n, T, capacity, z_ub) if BOTTLENECK_FILL else None
+    capacity = np.asarray(lp.capacity, dtype=float)
+    return _Setup(makespan, group_of, lp, pricing, ColumnsLayout(n, len(sub.types)), capacity, z_ub)
+
+
+def _fill_run(session: Session, s: _Setup, info: dict[str, Any]) -> Run | None:
+    """:func:`bottleneck_fill` at ``z_ub`` as a finished run (optimal, certified by zero
+    duals: the bound is ``z_ub``), or ``None`` when the fill finds none."""
+    lay = s.lay
+    with session.timer("build_s"):
+        filled = bottleneck_fill(s.pricing, lay.num_rows, lay.num_types, s.capacity, s.z_ub)
+    if filled is None:
+        return None
+    bound, _ = certificate(
+        s.pricing, lay, np.zeros(2 * lay.num_rows + lay.num_types), s.capacity, s.z_ub
+    )
+    info.update(bottleneck_fill=True, pricing_rounds=0, columns_generated=0, lp_columns=0)
+    return Run(Status.OPTIMAL, "optimal", s.z_ub, filled, bound, True)
+
+
+def solve_by_columns(
+    session: Session,
+    instance: GpuClusterInstance,
+    params: GpuClusterParams,
+    objective: str = "max_min_fairness",
+    groups: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> Outcome:
+    """The max-min fairness or makespan LP of ``instance`` by column generation (module
+    docstring), after the bottleneck fill (:func:`bottleneck_fill`). ``groups``: the
+    symmetry groups of ``instance`` (:func:`.formulations.job_groups` for ``objective``)
+    when the caller has them (used when ``params.symmetry``)."""
+    s = _setup(session, instance, params, objective, groups)
     info: dict[str, Any] = {"lp_strategy": "column_generation"}
-    if filled is not None:
-        # z = z_ub is reached: optimal, certified by zero duals (the bound is z_ub)
-        bound, _ = certificate(pricing, lay, np.zeros(2 * n + T), capacity, z_ub)
-        info.update(bottleneck_fill=True, pricing_rounds=0, columns_generated=0, lp_columns=0)
-        run = Run(Status.OPTIMAL, "optimal", z_ub, filled, bound, True)
-    else:
-        z_max = np.inf if lp.z_max is None else lp.z_max * lp.scale
-        priced = _by_prices(session, pricing, lay, capacity, z_ub, z_max, info)
-        run = priced or _generate(session, lp, pricing, lay, capacity, z_ub, info)
+    run = _fill_run(session, s, info) if BOTTLENECK_FILL else None
+    if run is None:
+        z_max = np.inf if s.lp.z_max is None else s.lp.z_max * s.lp.scale
+        priced = _by_prices(session, s.pricing, s.lay, s.capacity, s.z_ub, z_max, info)
+        run = priced or _generate(session, s.lp, s.pricing, s.lay, s.capacity, s.z_ub, info)
+    return _outcome(session, instance, s, run, info)
+
+
+def solve_by_fill(
+    session: Session,
+    instance: GpuClusterInstance,
+    params: GpuClusterParams,
+    objective: str = "max_min_fairness",
+    groups: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> Outcome | None:
+    """The bottleneck fill alone (``lp_strategy="auto"`` on LPs below
+    :data:`AUTO_MIN_PAIRS` pairs, from :data:`AUTO_FILL_MIN_PAIRS`): its certified
+    optimum, as :func:`solve_by_columns` returns it, or ``None`` (then the caller solves
+    the monolithic LP) when the fill finds none or is switched off."""
+    if not BOTTLENECK_FILL:
+        return None
+    s = _setup(session, instance, params, objective, groups)
+    info: dict[str, Any] = {"lp_strategy": "column_generation"}
+    run = _fill_run(session, s, info)
+    return None if run is None else _outcome(session, instance, s, run, info)
+
+
+def _outcome(
+    session: Session, instance: GpuClusterInstance, s: _Setup, run: Run, info: dict[str, Any]
+) -> Outcome:
+    """The result of ``run`` (the LP of ``s``): tables, the objective's value and the
+    certificate's gap."""
+    from .methods import MakespanRead, MaxMinRead, time_share_tables
+
+    arr = instance.arrays
+    pricing, group_of = s.pricing, s.group_of
+    n, T = s.lay.num_rows, s.lay.num_types
     with session.timer("load_s"):
         info["pair_columns_full"] = len(pricing)
         if group_of is not None:
@@ -366,10 +440,10 @@ def solve_by_columns(
         Xr.reshape(-1)[pricing.row * T + pricing.type] = x
         X = Xr if group_of is None else Xr[group_of]
         allocation, jobs, thr_eff = time_share_tables(arr, X)
-        scale = lp.scale
+        scale = s.lp.scale
         z = run.z
         optimal = run.status == Status.OPTIMAL and run.certified
-        reader = MakespanRead() if makespan else MaxMinRead()
+        reader = MakespanRead() if s.makespan else MaxMinRead()
         value, status, term = reader.read(arr, jobs, thr_eff, z, scale, optimal, info)
         tables = {"allocation": allocation, "jobs": jobs}
         if status is not None:  # makespan: some job cannot progress
@@ -378,7 +452,7 @@ def solve_by_columns(
             return Outcome(value, tables, info, run.status, run.termination, None, None)
         z_bound = max(run.bound, z)  # a proven upper bound on the LP's z
         # max-min: value z / kappa <= z_bound / kappa; makespan: t_ref / z >= t_ref / z_bound
-        proven = scale / z_bound if makespan else z_bound / scale
+        proven = scale / z_bound if s.makespan else z_bound / scale
         gap = abs(proven - value) / max(abs(proven), abs(value), 1e-12)
         status = Status.OPTIMAL if gap <= 1e-9 else Status.FEASIBLE
         term = run.termination if status == Status.OPTIMAL else "pricing gap above 1e-9"

@@ -529,6 +529,8 @@ DERIVED: dict[str, str] = {
     "proportional_throughput": "verify: Gavel's p_i, read-only",
     "fairness_weights": "verify: weight * p_i, read-only",
     "job_names": "methods: the tables' job column, as pandas infers it",
+    "job_groups": "formulations: the symmetry groups of the time-sharing LPs, read-only",
+    "job_groups_by_steps": "formulations: the same, jobs with other steps apart (makespan)",
     "weight_range": "persistent: the least and the greatest weight",
 }
 """The values a :class:`ClusterArrays` keeps (:meth:`ClusterArrays.derived`): key -> the

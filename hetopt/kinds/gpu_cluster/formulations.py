@@ -253,12 +253,21 @@ def job_groups(arr: ClusterArrays, by_steps: bool) -> tuple[np.ndarray, np.ndarr
     """Groups of identical jobs for the time-sharing LPs: same throughputs, usable types,
     scale factor, weight (and steps for makespan). ``(group_of_job, representatives,
     multiplicity)``; representatives in first-occurrence order, so the grouped LP keeps
-    the jobs' order."""
+    the jobs' order. Computed once per arrays and ``by_steps`` (the method's choice and
+    its LP share one grouping), read-only."""
+    key = "job_groups_by_steps" if by_steps else "job_groups"
+    return arr.derived(key, lambda a: _job_groups(a, by_steps))
+
+
+def _job_groups(arr: ClusterArrays, by_steps: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     cols = [arr.scale[:, None], arr.weight[:, None], arr.thr, arr.allowed]
     if by_steps:
         cols.append(arr.steps[:, None])
     key = np.hstack([np.asarray(c, dtype=float) for c in cols])
-    return row_groups(key)
+    groups = row_groups(key)
+    for a in groups:
+        a.flags.writeable = False
+    return groups
 
 
 def row_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

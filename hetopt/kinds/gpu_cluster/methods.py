@@ -473,8 +473,14 @@ class ColumnsRun(OneLP):
     objective_name = "max_min_fairness"
 
     def run(self, session: Session, instance: GpuClusterInstance, params: Any) -> Outcome:
-        wanted, groups = self._columns_plan(instance, params)
-        if not wanted:
+        plan, groups = self._columns_plan(instance, params)
+        if plan == "fill":
+            from .colgen import solve_by_fill
+
+            filled = solve_by_fill(session, instance, params, self.objective_name, groups)
+            if filled is not None:
+                return filled
+        if plan != "columns":
             return super().run(session, instance, params)
         from .colgen import solve_by_columns
 
@@ -498,31 +504,38 @@ class ColumnsRun(OneLP):
     @classmethod
     def by_columns(cls, instance: GpuClusterInstance, params: Any) -> bool:
         """Column generation: asked for, or ``auto`` and the LP is large (never agnostic)."""
-        return cls._columns_plan(instance, params)[0]
+        return cls._columns_plan(instance, params)[0] == "columns"
 
     @classmethod
     def _columns_plan(
         cls, instance: GpuClusterInstance, params: Any
-    ) -> tuple[bool, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
-        """:meth:`by_columns`, and the symmetry groups (:func:`.formulations.job_groups`)
-        when deciding it computed them (column generation then uses them: one grouping
-        of 20,000 jobs, not two)."""
+    ) -> tuple[str, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+        """How to solve the LP: ``"columns"`` (:meth:`by_columns`), ``"fill"`` (``auto``
+        below :data:`.colgen.AUTO_MIN_PAIRS` pairs, from
+        :data:`.colgen.AUTO_FILL_MIN_PAIRS`: the bottleneck fill, else the monolithic
+        LP) or ``"monolithic"``; and the symmetry groups
+        (:func:`.formulations.job_groups`) when deciding it computed them (column
+        generation then uses them: one grouping of 20,000 jobs, not two)."""
         if params.agnostic or params.lp_strategy == "monolithic":
-            return False, None
+            return "monolithic", None
         if params.lp_strategy == "column_generation":
-            return True, None
-        from .colgen import AUTO_MIN_PAIRS, wants_columns
+            return "columns", None
+        from .colgen import AUTO_FILL_MIN_PAIRS, AUTO_MIN_PAIRS, wants_columns
 
         arr = instance.arrays
         pairs = int(arr.allowed.sum())
-        if pairs < AUTO_MIN_PAIRS:
-            return False, None
+        if pairs < AUTO_FILL_MIN_PAIRS:
+            return "monolithic", None
+        groups = None
+        rows = arr.num_jobs
         if params.symmetry:
             groups = F.job_groups(arr, cls.objective_name == "makespan")
             reps = groups[1]
+            rows = len(reps)
             pairs = int(arr.allowed[reps].sum())
-            return wants_columns(pairs, len(reps)), groups
-        return wants_columns(pairs, arr.num_jobs), None
+        if pairs >= AUTO_MIN_PAIRS and wants_columns(pairs, rows):
+            return "columns", groups
+        return ("fill" if pairs >= AUTO_FILL_MIN_PAIRS else "monolithic"), groups
 
 
 class MaxMinFairness(MaxMinRead, ColumnsRun):

@@ -97,6 +97,69 @@ def test_auto_keeps_small_lps_monolithic_and_agnostic_is_never_priced() -> None:
     assert "lp_strategy" not in a.info
 
 
+def test_auto_tries_the_fill_below_the_column_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From :data:`colgen.AUTO_FILL_MIN_PAIRS` pairs, ``auto`` ends with the bottleneck
+    fill where it fills (no LP: the monolithic optimum, certified), and solves the
+    monolithic LP where it does not, exactly as ``lp_strategy="monolithic"`` does."""
+    import pandas as pd
+
+    gavel = generate(512, "k80=42,p100=42,v100=42", seed=1)  # 1,500+ pairs, no two alike
+    assert colgen.AUTO_FILL_MIN_PAIRS <= int(gavel.arrays.allowed.sum()) < colgen.AUTO_MIN_PAIRS
+    gavel_mono = hetopt.solve(gavel, "makespan", OPTS, lp_strategy="monolithic")
+    auto = hetopt.solve(gavel, "makespan", OPTS)
+    assert auto.status == gavel_mono.status == Status.OPTIMAL and auto.verification.ok
+    assert auto.info["lp_strategy"] == "column_generation" and auto.info["bottleneck_fill"]
+    assert "lp_method" not in auto.info and auto.timings.get("solve_s", 0.0) == 0.0
+    assert auto.objective_value == pytest.approx(gavel_mono.objective_value, rel=1e-9)
+    assert auto.gap is not None and auto.gap <= 1e-9
+    # too few GPUs: no fill; the monolithic LP, the same result as asking for it
+    tight = _eight_types(300, 1).to_dict()
+    tight["workers"] = dict.fromkeys(tight["workers"], 4)
+    inst = GpuClusterInstance.from_dict(tight)
+    for objective in ("max_min_fairness", "makespan"):
+        mono = hetopt.solve(inst, objective, OPTS, lp_strategy="monolithic")
+        auto = hetopt.solve(inst, objective, OPTS)
+        assert "lp_strategy" not in auto.info and "bottleneck_fill" not in auto.info
+        assert auto.objective_value == mono.objective_value
+        for name in ("allocation", "jobs"):
+            pd.testing.assert_frame_equal(auto.tables[name], mono.tables[name])
+    # the fill switched off: auto is the monolithic LP again
+    monkeypatch.setattr(colgen, "BOTTLENECK_FILL", False)
+    off = hetopt.solve(gavel, "makespan", OPTS)
+    assert "lp_strategy" not in off.info
+    assert off.objective_value == gavel_mono.objective_value
+    pd.testing.assert_frame_equal(off.tables["allocation"], gavel_mono.tables["allocation"])
+
+
+def test_auto_equals_monolithic_on_seeded_instances() -> None:
+    """``auto`` (the fill where it fills, else the monolithic LP) gives the monolithic
+    optimum to 1e-9, verified, on seeded Gavel instances from scarce to ample GPUs,
+    both paths taken."""
+    paths = set()
+    for seed, gpus in ((11, 6), (12, 20), (13, 60), (14, 200)):
+        inst = generate(400, f"k80={gpus},p100={gpus},v100={gpus}", seed=seed)
+        for objective in ("max_min_fairness", "makespan"):
+            mono = hetopt.solve(inst, objective, OPTS, lp_strategy="monolithic")
+            auto = hetopt.solve(inst, objective, OPTS)
+            assert auto.status == mono.status == Status.OPTIMAL
+            assert auto.verification.ok, auto.verification.violations
+            assert auto.objective_value == pytest.approx(mono.objective_value, rel=1e-9)
+            paths.add(bool(auto.info.get("bottleneck_fill")))
+    assert paths == {True, False}
+
+
+def test_symmetry_groups_are_made_once_per_arrays_and_read_only() -> None:
+    from hetopt.kinds.gpu_cluster import formulations as F
+
+    arr = generate(200, "k80=8,p100=8,v100=8", seed=5).arrays
+    for by_steps in (False, True):
+        first = F.job_groups(arr, by_steps)
+        again = F.job_groups(arr, by_steps)
+        assert all(a is b for a, b in zip(first, again, strict=True))
+        assert not any(a.flags.writeable for a in first)
+    assert F.job_groups(arr, False)[0] is not F.job_groups(arr, True)[0]
+
+
 def test_auto_threshold() -> None:
     assert not colgen.wants_columns(20_000, 5_000)
     assert colgen.wants_columns(160_000, 20_000)
