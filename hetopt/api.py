@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import collector, pipeline
-from .errors import InstanceError
+from .errors import InstanceError, UsageError
 from .instance import InstanceBase
 from .kinds import get_kind, instance_from_dict, read_instance
 from .kinds.base import Kind
@@ -111,11 +111,27 @@ def export_model(
     """Write the model as LP or MPS (names as in the model cards), its objective in the
     objective's own unit: HiGHS (or any solver) on the file finds hetopt's
     ``objective_value`` (single-solve methods; a multi-stage method writes the stage it
-    documents or refuses with a :class:`~hetopt.UsageError` naming the stage)."""
+    documents or refuses with a :class:`~hetopt.UsageError` naming the stage).
+
+    ``fmt`` defaults to the file name's suffix (``.lp`` or ``.mps``).
+
+    Raises
+    ------
+    UsageError
+        ``fmt`` (or the suffix) is neither ``lp`` nor ``mps``, or contradicts a ``.lp`` /
+        ``.mps`` suffix; or the objective or a parameter does not apply.
+    InstanceError
+        The instance is invalid.
+    OSError
+        The file cannot be written (e.g. its folder does not exist).
+    """
     p = Path(path)
-    fmt = (fmt or p.suffix.lstrip(".")).lower()
+    suffix = p.suffix.lstrip(".").lower()
+    fmt = (fmt or suffix).lower()
     if fmt not in ("lp", "mps"):
-        raise ValueError(f"format must be 'lp' or 'mps', got {fmt!r}")
+        raise UsageError(f"format must be 'lp' or 'mps', got {fmt!r}")
+    if suffix in ("lp", "mps") and suffix != fmt:
+        raise UsageError(f"format {fmt!r} for a file named {p.name!r}: name it .{fmt}")
     model = _export_model(instance, objective, params)
     # Pyomo warns when the file name does not end in the format's usual extension; the
     # format is explicit here, so that warning is noise

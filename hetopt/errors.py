@@ -51,6 +51,14 @@ class UsageError(HetoptError, ValueError):
     """A valid instance asked for something the kind does not offer (objective, parameter)."""
 
 
+class UnknownKindError(UsageError, KeyError):
+    """No kind is registered under the name asked for (a :class:`UsageError`, and a
+    ``KeyError`` as :func:`hetopt.get_kind`'s lookups raised before)."""
+
+    def __str__(self) -> str:  # (KeyError's would quote the message)
+        return str(self.args[0]) if self.args else ""
+
+
 class OptionsError(HetoptError, ValueError):
     """A solver option or option file is invalid (unknown HiGHS option, bad value, ...)."""
 

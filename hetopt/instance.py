@@ -775,6 +775,21 @@ def read_text(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> str:
         raise FileProblem("not a text file (it is not UTF-8)") from None
 
 
+def _json_type(value: Any) -> str:
+    """What a parsed file's top level is, in the file's terms (``null``, an array, ...)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__
+
+
 def load_data(path: str | Path) -> dict[str, Any]:
     """Read a JSON or YAML instance file into a dict (no validation beyond syntax).
 
@@ -813,7 +828,7 @@ def load_data(path: str | Path) -> dict[str, Any]:
             raise InstanceError(msg, None, src) from None
     if not isinstance(data, dict):
         raise InstanceError(
-            f"expected a JSON object with a 'kind' field, got {type(data).__name__}", None, src
+            f"expected a JSON object with a 'kind' field, got {_json_type(data)}", None, src
         )
     found = _find_huge(data)
     if found is not None and found[1].startswith("nested"):

@@ -299,6 +299,27 @@ def _parse_param(values: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
+def _check_table_names(file: Path, names: tuple[str, ...]) -> None:
+    """``--table`` names a table the kind of ``file`` declares: else a usage error
+    (exit 2) before solving. The file is only parsed here; a file that cannot be read
+    or names no known kind is left to the solve, which reports it as always."""
+    from ..instance import load_data
+    from ..kinds import get_kind, kind_names
+
+    try:
+        kind = load_data(file).get("kind")
+    except InstanceError:
+        return
+    if not isinstance(kind, str) or kind not in kind_names():
+        return
+    declared = [t.name for t in get_kind(kind).tables]
+    for name in names:
+        if name not in declared:
+            raise click.UsageError(
+                f"--table {name!r}: a {kind} result has the tables {', '.join(declared)}"
+            )
+
+
 @main.command(epilog=EXIT_CODES_HELP)
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option(
@@ -436,6 +457,8 @@ def solve(
         kw["agnostic"] = True
     if partitions is None and (workers is not None or scheduler_address is not None):
         raise click.UsageError("--workers and --scheduler-address go with --partitions")
+    if show_tables:
+        _check_table_names(file, show_tables)
     code: int | None = None
     try:
         if partitions is not None:
@@ -617,6 +640,7 @@ def export(
     """Write the model of FILE as LP or MPS, for another solver."""
     from ..api import export_model
 
+    _setup_logging(0)  # (what the file's optimum is, where it is not objective_value)
     check_output(output, "--output", (file,))
     kw = _parse_param(params)
     if agnostic:

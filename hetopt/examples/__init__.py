@@ -35,7 +35,7 @@ def path(name: str) -> Path:
     p = (ROOT / rel).resolve()
     if not p.is_relative_to(ROOT.resolve()) or not p.is_file():
         folder = rel.split("/", 1)[0]
-        near = names(folder) if (ROOT / folder).is_dir() else []
+        near = names(folder) if folder in _folders() else []  # (never "..": outside)
         hint = (
             f"; {folder}/ has: {', '.join(near)}" if near else f"; kinds: {', '.join(_folders())}"
         )

@@ -117,10 +117,21 @@ def _exists(module: str) -> bool:
 
 
 def get_kind(name: str) -> Kind:
-    """Return the :class:`~hetopt.kinds.base.Kind` registered under ``name``."""
+    """Return the :class:`~hetopt.kinds.base.Kind` registered under ``name``.
+
+    Raises
+    ------
+    hetopt.errors.UnknownKindError
+        No kind has that name (a :class:`~hetopt.errors.UsageError` and a ``KeyError``);
+        the message lists the kinds.
+    """
     if name not in _CACHE:
         if name not in kind_names():
-            raise KeyError(f"unknown kind {name!r}; expected one of: {', '.join(kind_names())}")
+            from ..errors import UnknownKindError
+
+            raise UnknownKindError(
+                f"unknown kind {name!r}; expected one of: {', '.join(kind_names())}"
+            )
         module = importlib.import_module(REGISTRY[name].module)
         _CACHE[name] = module.KIND
     return _CACHE[name]

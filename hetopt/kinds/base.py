@@ -25,6 +25,7 @@ so ``hetopt kinds``, ``schema`` and ``validate`` start without Pyomo, HiGHS or p
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -136,11 +137,15 @@ class LazyAttribute:
 def lazy_exports(package: str, names: Mapping[str, str]) -> Callable[[str], Any]:
     """A module ``__getattr__`` (PEP 562) for a kind's package: ``names`` maps a public
     name to the module defining it (``".persistent"``), imported on first use, so that
-    importing the package (and defining ``KIND``) does not import the solver stack."""
+    importing the package (and defining ``KIND``) does not import the solver stack. A
+    sub-module of the package is an attribute too, imported on first use
+    (``hetopt.kinds.gpu_cluster.rounds``), as after ``import package.name``."""
 
     def __getattr__(name: str) -> Any:
         module = names.get(name)
         if module is None:
+            if not name.startswith("_") and importlib.util.find_spec(f"{package}.{name}"):
+                return importlib.import_module(f"{package}.{name}")  # (sets the attribute)
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(module, package), name)
         setattr(sys.modules[package], name, value)

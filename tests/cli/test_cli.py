@@ -232,3 +232,54 @@ def test_partitions_flag_runs_decomposition() -> None:
     assert d["verification"]["ok"]
     assert 0.9 * mono <= d["objective_value"] <= mono * (1 + 1e-6)
     assert run("solve", str(gavel), "--workers", "2")[0] == 2
+
+
+def test_an_unknown_table_is_a_usage_error_before_solving(monkeypatch) -> None:
+    """``--table`` names a table the kind declares: else exit 2 naming them, and no
+    solve runs; a declared table prints as before."""
+    import hetopt.api
+
+    def no_solve(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("solved")
+
+    with monkeypatch.context() as m:
+        m.setattr(hetopt.api, "solve", no_solve)
+        code, out, err = run("solve", str(EXAMPLE), "--table", "jobs", "--table", "nosuch")
+    assert code == 2 and out == ""
+    assert "--table 'nosuch'" in err and "allocation, jobs" in err
+    code, out, _ = run("solve", str(EXAMPLE), "--table", "jobs")
+    assert code == 0 and "\njobs:\n" in out
+
+
+def test_a_file_that_is_not_an_object_says_what_it_holds(tmp_path: Path) -> None:
+    for text, said in (("null", "got null"), ("[1]", "got an array"), ("3", "got a number")):
+        f = tmp_path / "x.json"
+        f.write_text(text)
+        code, _, err = run("validate", str(f))
+        assert code == 3 and said in err, (text, err)
+
+
+def test_export_refuses_a_format_its_file_name_contradicts(tmp_path: Path) -> None:
+    code, _, err = run("export", str(EXAMPLE), "--format", "lp", "-o", str(tmp_path / "m.mps"))
+    assert code == 2 and "name it .lp" in err and not (tmp_path / "m.mps").exists()
+    code, _, _ = run("export", str(EXAMPLE), "--format", "mps", "-o", str(tmp_path / "m.mps"))
+    assert code == 0 and "\nNAME " in (tmp_path / "m.mps").read_text()
+
+
+def test_export_says_when_the_files_optimum_is_not_objective_value(tmp_path: Path) -> None:
+    """The two documented exceptions say so on stderr; other exports say nothing."""
+    agent = EXAMPLE.parents[1] / "agent_sessions" / "two_gpus.json"
+    cases = [
+        ((str(EXAMPLE), "--agnostic"), "agnostic_lp_value"),
+        ((str(agent), "-O", "agent_fair_share"), "1 / (1 + slowdown)"),
+        ((str(agent), "-O", "agent_fair_share", "-p", "migration=true"), "1 / (1 + slowdown)"),
+        ((str(EXAMPLE),), None),
+        ((str(agent),), None),
+    ]
+    for args, said in cases:
+        code, _, err = run("export", *args, "--format", "lp", "-o", str(tmp_path / "m.lp"))
+        assert code == 0, err
+        if said is None:
+            assert "warning" not in err, (args, err)
+        else:
+            assert "hetopt: warning:" in err and said in err, (args, err)

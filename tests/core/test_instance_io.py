@@ -61,3 +61,46 @@ def test_cross_field_error_keeps_field_and_source() -> None:
         hetopt.instance_from_dict(bad, source="f.json")
     assert info.value.field == "jobs[0].throughput.h100"
     assert info.value.source == "f.json"
+
+
+def test_unknown_kind_is_a_usage_error_and_still_a_key_error() -> None:
+    import hetopt
+    from hetopt.errors import UnknownKindError
+
+    with pytest.raises(UnknownKindError) as got:
+        hetopt.get_kind("nosuch")
+    assert isinstance(got.value, hetopt.UsageError) and isinstance(got.value, KeyError)
+    assert str(got.value).startswith("unknown kind 'nosuch'; expected one of: gpu_cluster")
+
+
+def test_an_example_outside_the_examples_names_the_kinds_only() -> None:
+    import hetopt
+
+    for name in ("../x.json", "../../etc/passwd", "nosuch/x.json"):
+        with pytest.raises(FileNotFoundError) as got:
+            hetopt.examples.path(name)
+        msg = str(got.value)
+        assert "; kinds: " in msg and "gpu_cluster" in msg and len(msg) < 300, msg
+    with pytest.raises(FileNotFoundError, match=r"gpu_cluster/ has: .*gpu_cluster/example\.json"):
+        hetopt.examples.path("gpu_cluster/nosuch.json")
+
+
+def test_export_format_errors_are_usage_errors(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import hetopt
+
+    example = hetopt.examples.path("gpu_cluster/example.json")
+    with pytest.raises(hetopt.UsageError, match="format must be 'lp' or 'mps', got 'gms'"):
+        hetopt.export_model(example, tmp_path / "m.gms")
+    with pytest.raises(hetopt.UsageError, match=r"name it \.mps"):
+        hetopt.export_model(example, tmp_path / "m.lp", "mps")
+    assert hetopt.export_model(example, tmp_path / "m.lp").read_text().startswith("\\*")
+
+
+def test_a_kinds_sub_modules_are_attributes_of_its_package() -> None:
+    import hetopt.kinds.gpu_cluster as g
+
+    assert g.rounds.__name__ == "hetopt.kinds.gpu_cluster.rounds"
+    assert g.simulate.__name__ == "hetopt.kinds.gpu_cluster.simulate"
+    for missing in ("nosuch", "_private"):
+        with pytest.raises(AttributeError, match=missing):
+            getattr(g, missing)

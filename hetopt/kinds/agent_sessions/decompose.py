@@ -127,6 +127,14 @@ class Decomposed(RunMethodBase):
         """The full MILP (what this method bounds and approximates)."""
         return F.build(instance.arrays, self.objective, params)
 
+    def export_objective(
+        self, instance: AgentSessionsInstance, params: AgentSessionsParams, built: Built
+    ) -> None:
+        """The full MILP's objective is in the user's units already (the fair share's
+        says what its optimum is)."""
+        if self.objective == "agent_fair_share":
+            F.note_fair_share_export()
+
     def run(
         self, session: Session, instance: AgentSessionsInstance, params: AgentSessionsParams
     ) -> Outcome:

@@ -459,3 +459,15 @@ def build(arr: AgentArrays, objective: str, params: AgentSessionsParams) -> Buil
     builder, level = OBJECTIVES[objective]
     builder(m, arr, pc, c)
     return Built(m, PlanLayout(objective, params.capacity_rows, pc, level))
+
+
+def note_fair_share_export() -> None:
+    """Say, on export, that the file's optimum is the slowdown, not the share: the one
+    exported objective whose optimum is not ``objective_value`` itself
+    (``models/agent_sessions.md``)."""
+    import logging
+
+    logging.getLogger("hetopt.export").warning(
+        "agent_fair_share: the exported model minimises the largest relative slowdown; "
+        "hetopt reports objective_value = 1 / (1 + slowdown) of its optimum"
+    )

@@ -35,6 +35,13 @@ class KeepEvict(BuildMethodBase):
     def build(self, instance: AgentSessionsInstance, params: AgentSessionsParams) -> Built:
         return F.build(instance.arrays, self.objective, params)
 
+    def export_objective(
+        self, instance: AgentSessionsInstance, params: AgentSessionsParams, built: Built
+    ) -> None:
+        """In the user's units already; the fair share's says what its optimum is."""
+        if self.fair_share:
+            F.note_fair_share_export()
+
     def describe(
         self, instance: AgentSessionsInstance, params: AgentSessionsParams, built: Built
     ) -> dict[str, Any]:

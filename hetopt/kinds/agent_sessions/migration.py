@@ -586,6 +586,15 @@ class Migrating(BuildMethodBase):
     def build(self, instance: AgentSessionsInstance, params: AgentSessionsParams) -> Built:
         return build(instance, self.objective, params)
 
+    def export_objective(
+        self, instance: AgentSessionsInstance, params: AgentSessionsParams, built: Built
+    ) -> None:
+        """In the user's units already; the fair share's says what its optimum is."""
+        if self.fair_share:
+            from .formulations import note_fair_share_export
+
+            note_fair_share_export()
+
     def describe(
         self, instance: AgentSessionsInstance, params: AgentSessionsParams, built: Built
     ) -> dict[str, Any]:
@@ -683,6 +692,11 @@ class MigratingBest(RunMethodBase):
 
     def build(self, instance: AgentSessionsInstance, params: AgentSessionsParams) -> Built:
         return self.milp.build(instance, params)
+
+    def export_objective(
+        self, instance: AgentSessionsInstance, params: AgentSessionsParams, built: Built
+    ) -> None:
+        self.milp.export_objective(instance, params, built)
 
     def run(
         self, session: Session, instance: AgentSessionsInstance, params: AgentSessionsParams

@@ -36,6 +36,14 @@ def check(instance: Any, objective: str, params: Any) -> None:
     from . import KIND
 
     KIND.check(instance, objective, params)
+    if getattr(params, "agnostic", False):
+        import logging
+
+        logging.getLogger("hetopt.export").warning(
+            "gpu_cluster agnostic: the exported model is the type-agnostic LP; its optimum "
+            "is the result's info['agnostic_lp_value'], not objective_value (that "
+            "allocation's value under the true throughputs)"
+        )
 
 
 def max_min_objective(model: pyo.ConcreteModel, kappa: float) -> None:
