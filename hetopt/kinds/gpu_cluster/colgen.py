@@ -424,7 +424,7 @@ def _outcome(
 ) -> Outcome:
     """The result of ``run`` (the LP of ``s``): tables, the objective's value and the
     certificate's gap."""
-    from .methods import MakespanRead, MaxMinRead, time_share_tables
+    from .methods import MakespanRead, MaxMinRead, clean_shares, time_share_tables
 
     arr = instance.arrays
     pricing, group_of = s.pricing, s.group_of
@@ -435,7 +435,7 @@ def _outcome(
             info["symmetry_groups"] = n
         if not run.status.has_solution or run.x is None:
             return Outcome(None, {}, info, run.status, run.termination, None, None)
-        x = np.where(np.abs(run.x) < 1e-10, 0.0, run.x)
+        x = clean_shares(run.x, pricing.row)
         Xr = np.zeros((n, T))
         Xr.reshape(-1)[pricing.row * T + pricing.type] = x
         X = Xr if group_of is None else Xr[group_of]

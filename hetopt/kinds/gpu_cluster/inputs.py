@@ -27,6 +27,16 @@ tolerances and the allocation table (values under 1e-10 read as 0) can represent
 1e-15 the row coefficient reaches HiGHS's limit and the model is refused. Up to 1e9 the
 optimum is verified (tests/test_hardening_gpu_cluster.py)."""
 
+MAX_WORK_RATIO = 1e12
+"""Largest ratio of two jobs' work (``steps_remaining`` over the job's best usable
+throughput: its run time on the whole of its best type) the makespan objective accepts.
+
+The makespan LP's coefficients span that ratio: HiGHS refuses the model beyond about 1e15
+(its ``large_matrix_value``; the shipped example with one job's steps made 1e-9:
+ratio 1.5e15, refused), and up to 5e14 the optimum is verified, the tiniest job's share
+(below 1e-10) kept by :func:`~.methods.clean_shares`. 1e12 leaves a thousandfold
+margin (tests/kinds/gpu_cluster/test_hardening_gpu_cluster.py)."""
+
 MAX_MIN_OBJECTIVES = ("max_min_fairness", "max_min_fairness_water_filling")
 """Objectives whose rows are scaled by ``1 / weight``."""
 
@@ -57,10 +67,44 @@ def check(instance: GpuClusterInstance, objective: str) -> None:
     ``deadline_s`` (min_cost); weights within :data:`MAX_WEIGHT_RATIO` (max-min)."""
     if objective in STEPS_OBJECTIVES:
         require_steps(instance, objective)
+        if objective == "makespan":
+            check_work_ratio(instance)
     elif objective == "min_cost":
         min_cost_inputs(instance)
     elif objective in MAX_MIN_OBJECTIVES:
         check_weight_ratio(instance, objective)
+
+
+def _outlier(values: np.ndarray) -> tuple[int, int]:
+    """The extreme of ``values`` (positive) farther from their median in log scale, and
+    the other extreme."""
+    lo, hi = int(np.argmin(values)), int(np.argmax(values))
+    logs = np.log(values)
+    med = float(np.median(logs))
+    return (hi, lo) if logs[hi] - med > med - logs[lo] else (lo, hi)
+
+
+def check_work_ratio(instance: GpuClusterInstance) -> None:
+    """Jobs' work (steps over their best usable throughput) within :data:`MAX_WORK_RATIO`
+    of each other for the makespan; the error names the outlier's ``steps_remaining``."""
+    arr = instance.arrays
+    best = np.where(arr.allowed, arr.thr, 0.0).max(axis=1, initial=0.0)
+    if len(best) < 2 or not (best > 0).all():
+        return  # (a job that can run nowhere: the solve reports it)
+    work = arr.steps / best
+    ratio = float(work.max() / work.min())
+    if ratio <= MAX_WORK_RATIO:
+        return
+    out, other = _outlier(work)
+    job, them = instance.jobs[out], instance.jobs[other]
+    side = "more" if work[out] > work[other] else "less"
+    raise InstanceError(
+        f"job {job.id!r} has {job.steps_remaining:g} steps left: {ratio:.3g} times {side} "
+        f"work than job {them.id!r} (steps over the best usable throughput); makespan "
+        f"cannot honour work ratios above {MAX_WORK_RATIO:g} in double precision (the "
+        "LP's coefficients span the ratio): bring the jobs' work closer together",
+        f"jobs[{out}].steps_remaining",
+    )
 
 
 def check_weight_ratio(instance: GpuClusterInstance, objective: str) -> None:
@@ -69,13 +113,11 @@ def check_weight_ratio(instance: GpuClusterInstance, objective: str) -> None:
     extreme weight farther from the others' median)."""
     water = objective == "max_min_fairness_water_filling"
     w = entity_weights(instance) if water else instance.arrays.weight
-    lo, hi = int(np.argmin(w)), int(np.argmax(w))
-    ratio = float(w[hi] / w[lo])
+    ratio = float(w.max() / w.min())
     if ratio <= MAX_WEIGHT_RATIO:
         return
-    logs = np.log(w)
-    med = float(np.median(logs))
-    out, other = (hi, lo) if logs[hi] - med > med - logs[lo] else (lo, hi)
+    out, other = _outlier(w)
+    hi = int(np.argmax(w))
     job = instance.jobs[out]
     field, what = f"jobs[{out}].weight", f"weight {job.weight:g}"
     own = max(job.weight, instance.jobs[other].weight) / min(

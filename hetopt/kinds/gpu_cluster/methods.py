@@ -184,7 +184,7 @@ class OneLP(BuildMethodBase):
         model's facts (``x``: the ``alloc`` values)."""
         arr = instance.arrays
         pairs = built.layout.pairs
-        x = np.where(np.abs(x) < 1e-10, 0.0, x)
+        x = clean_shares(x, pairs.job)
         group_of = built.layout.group_of
         if group_of is None:
             X = np.zeros((arr.num_jobs, len(arr.types)))
@@ -235,6 +235,27 @@ def _row_wise(M: np.ndarray) -> bool:
     whatever the other rows (its own loops: float64, fewer than 128 columns), so the sums
     of repeated rows are the repeated sums."""
     return M.dtype == np.float64 and M.ndim == 2 and M.shape[1] < 128
+
+
+TINY_SHARE = 1e-10
+"""Time fractions below this are the solver's noise and read as 0 (:func:`clean_shares`)."""
+
+
+def clean_shares(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``x`` (every pair's time fraction; ``rows``: each pair's job or group) with the
+    values below :data:`TINY_SHARE` in magnitude read as 0, except a row's positive
+    values when they are all it has: a job whose work is tiny beside the others' (a
+    makespan job of 1e-4 steps beside millions) needs a share that small, and without
+    it the job never finishes (the verifier would reject the answer)."""
+    tiny = np.abs(x) < TINY_SHARE
+    out = np.where(tiny, 0.0, x)
+    lost = tiny & (x > 0)
+    if lost.any():
+        has = np.zeros(int(rows.max()) + 1, dtype=bool)
+        has[rows[out > 0]] = True
+        back = lost & ~has[rows]
+        out[back] = x[back]
+    return out
 
 
 class MaxMinRead:

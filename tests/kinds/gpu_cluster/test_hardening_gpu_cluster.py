@@ -24,7 +24,7 @@ from hetopt import InstanceError, SolveOptions, Status
 from hetopt.kinds import get_kind
 from hetopt.kinds.gpu_cluster import GpuClusterInstance
 from hetopt.kinds.gpu_cluster import verify as V
-from hetopt.kinds.gpu_cluster.inputs import MAX_WEIGHT_RATIO
+from hetopt.kinds.gpu_cluster.inputs import MAX_WEIGHT_RATIO, MAX_WORK_RATIO
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "instances" / "gpu_cluster" / "example.json"
@@ -68,6 +68,48 @@ def test_weight_ratios_up_to_the_limit_solve_and_verify(weight: float, objective
     r = hetopt.solve(data, objective, OPTS)
     assert r.status == Status.OPTIMAL and r.ok, (r.status, r.termination)
     assert r.verification is not None and r.verification.ok
+
+
+def with_steps(steps: float, job: int = 0) -> dict[str, Any]:
+    data = example()
+    data["jobs"][job]["steps_remaining"] = steps
+    return data
+
+
+@pytest.mark.parametrize("steps", [1e-9, 1e-12])
+def test_extreme_work_ratio_is_an_error_naming_the_steps(steps: float) -> None:
+    """Before: 1e-9 steps beside millions gave "HiGHS rejected the model" (SolveError,
+    exit 1): the makespan LP's coefficients span the work ratio (1.5e15 here)."""
+    data = with_steps(steps)
+    with pytest.raises(InstanceError, match="cannot honour work ratios above 1e\\+12") as exc:
+        hetopt.solve(data, "makespan", OPTS)
+    assert exc.value.field == "jobs[0].steps_remaining"
+    assert "\n" not in str(exc.value) and "less work than job" in str(exc.value)
+    with pytest.raises(InstanceError) as exc2:
+        KIND.check(GpuClusterInstance.from_dict(data), "makespan", KIND.parse_params({}))
+    assert str(exc2.value) == str(exc.value)
+    # the other objectives do not read work this way: they solve
+    r = hetopt.solve(data, "max_min_fairness", OPTS)
+    assert r.status == Status.OPTIMAL and r.verification.ok
+
+
+@pytest.mark.parametrize("steps", [1e-4, 1e-5])
+@pytest.mark.parametrize("strategy", ["auto", "column_generation"])
+def test_tiny_work_within_the_limit_solves_and_verifies(steps: float, strategy: str) -> None:
+    """Before: 1e-4 steps (work ratio 1.5e10) ended ``error``: the job's share, ~7e-11,
+    was read as 0 (values under 1e-10 are the solver's noise), so the verifier found a
+    job that never finishes. A row's only positive shares are kept now."""
+    data = with_steps(steps)
+    inst = GpuClusterInstance.from_dict(data)
+    arr = inst.arrays
+    work = arr.steps / np.where(arr.allowed, arr.thr, 0.0).max(axis=1)
+    assert 1e10 < work.max() / work.min() <= MAX_WORK_RATIO
+    ref = hetopt.solve(example(), "makespan", OPTS)
+    r = hetopt.solve(inst, "makespan", OPTS, lp_strategy=strategy)
+    assert r.status == Status.OPTIMAL and r.verification.ok, (r.status, r.termination)
+    assert r.objective_value == pytest.approx(ref.objective_value, rel=1e-9)
+    share = r.tables["allocation"].query("job == @inst.jobs[0].id")["fraction"]
+    assert 0 < share.sum() < 1e-10
 
 
 @pytest.mark.parametrize("weight", [1e-15, 1e12])
