@@ -19,6 +19,8 @@ def _load(path: Path) -> Any:
 
     from ..result import Result
 
+    if not path.exists():  # (exit 3 with the file named, as solve and validate say it)
+        raise InstanceError("no such file", None, str(path))
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError) as exc:
@@ -46,7 +48,7 @@ def _load(path: Path) -> Any:
 
 
 @click.command("plot", epilog=EXIT_CODES_HELP)
-@click.argument("result_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("result_file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "-o",
     "--output",

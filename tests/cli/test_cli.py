@@ -283,3 +283,20 @@ def test_export_says_when_the_files_optimum_is_not_objective_value(tmp_path: Pat
             assert "warning" not in err, (args, err)
         else:
             assert "hetopt: warning:" in err and said in err, (args, err)
+
+
+def test_plot_of_a_missing_file_is_exit_3_as_for_solve(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.json"
+    for args in (("plot", str(missing), "-o", str(tmp_path / "p.png")), ("solve", str(missing))):
+        code, _, err = run(*args)
+        assert code == 3 and f"{missing}: no such file" in err, (args, err)
+
+
+def test_simulate_names_the_trace_file_or_the_options_that_drew_the_jobs() -> None:
+    trace = EXAMPLE.parent / "traces" / "max_min_fairness.trace"
+    none = "k80=0,p100=0,v100=0"
+    code, _, err = run("simulate", str(trace), "--workers", none)
+    assert code == 3 and err.startswith(f"hetopt: error: {trace}: line 1: job type"), err
+    code, _, err = run("simulate", "--generate-jobs", "5", "--workers", none)
+    assert code == 2 and "<trace>" not in err, err
+    assert f"--generate-jobs 5 on --workers {none}: job 1: job type" in err

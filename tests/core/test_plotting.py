@@ -368,7 +368,9 @@ def test_cli_plot_exit_codes(gpu_result, tmp_path):
     assert "nothing to plot" in res.output and "Traceback" not in res.output
     assert run(str(path), "-o", str(tmp_path / "x.png"), "-k", "gantt").exit_code == 2
     assert run(str(path), "-o", str(tmp_path / "x.unknown")).exit_code == 2
-    assert run(str(tmp_path / "missing.json"), "-o", str(tmp_path / "x.png")).exit_code == 2
+    # a missing file: invalid input, named, as solve and validate say it
+    res = run(str(tmp_path / "missing.json"), "-o", str(tmp_path / "x.png"))
+    assert res.exit_code == 3 and "missing.json: no such file" in res.output
     # not a result at all: invalid input
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")

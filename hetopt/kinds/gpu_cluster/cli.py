@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from ...console import emit_instance, handle_errors, output_option, seed_option
-from ...errors import UsageError
+from ...errors import InstanceError, UsageError
 from .. import get_kind
 
 # options shared by ``generate gpu-cluster`` and ``convert gavel-trace``
@@ -329,8 +329,19 @@ def simulate_cmd(
         finally:
             bar.close()
 
-    res = run(agnostic)
-    other = run(True) if compare else None
+    try:
+        res = run(agnostic)
+        other = run(True) if compare else None
+    except InstanceError as exc:
+        if exc.source != "<trace>":
+            raise
+        # (the jobs were read or drawn here: name the file, or the options that drew them)
+        if trace is not None:
+            raise InstanceError(exc.message, exc.field, str(trace)) from None
+        at = (exc.field or "").replace("line", "job")
+        raise UsageError(
+            f"--generate-jobs {generate_jobs} on --workers {workers}: {at}: {exc.message}"
+        ) from None
     ratio = None
     if other is not None:
         ratio = other.summary["mean_jct_s"] / res.summary["mean_jct_s"]
