@@ -174,6 +174,26 @@ def _all_strings(ids: np.ndarray) -> bool:
     return bool(pd.api.types.infer_dtype(ids, skipna=False) == "string")
 
 
+def _ok(status: Any, what: str) -> None:
+    """A HiGHS edit of the live model that HiGHS refused (its ``kError``: e.g. a
+    coefficient beyond its limits) as an error, not a model out of step with the policy."""
+    import highspy
+
+    if status == highspy.HighsStatus.kError:
+        from ...errors import SolveError
+
+        raise SolveError(
+            f"HiGHS refused the live model's {what} (a coefficient beyond its limits?); "
+            "the policy no longer matches its model: build a new PersistentPolicy"
+        )
+
+
+def _work(arr: ClusterArrays) -> np.ndarray:
+    """Each job's work for the makespan (:func:`~.inputs.check_work_ratio`): steps over
+    its best usable throughput (every job of a policy can run somewhere)."""
+    return arr.steps / np.where(arr.allowed, arr.thr, 0.0).max(axis=1, initial=0.0)
+
+
 def _weight_range(arr: ClusterArrays) -> tuple[float, float]:
     """The least and the greatest weight of ``arr``'s jobs, found once per arrays
     (:meth:`~.data.ClusterArrays.derived`)."""
@@ -520,15 +540,18 @@ class PersistentPolicy:
         val[0::3] = 1.0
         val[1::3] = self._gscale[groups] * self._mult_hi[groups]
         val[2::3] = coef
-        h.addCols(
-            k,
-            np.zeros(k),
-            np.zeros(k),
-            upper,
-            3 * k,
-            np.arange(0, 3 * k, 3, dtype=np.int32),
-            idx,
-            val,
+        _ok(
+            h.addCols(
+                k,
+                np.zeros(k),
+                np.zeros(k),
+                upper,
+                3 * k,
+                np.arange(0, 3 * k, 3, dtype=np.int32),
+                idx,
+                val,
+            ),
+            "addCols",
         )
         self._col[groups, types] = start + np.arange(k)
 
@@ -542,23 +565,29 @@ class PersistentPolicy:
         h = self._h
         g0, T = len(self._mult), len(arr.types)
         r0 = h.getNumRow()
-        h.addRows(
-            k,
-            np.full(k, -INF),
-            np.ones(k),
-            0,
-            np.zeros(k, dtype=np.int32),
-            np.zeros(0, dtype=np.int32),
-            np.zeros(0),
+        _ok(
+            h.addRows(
+                k,
+                np.full(k, -INF),
+                np.ones(k),
+                0,
+                np.zeros(k, dtype=np.int32),
+                np.zeros(0, dtype=np.int32),
+                np.zeros(0),
+            ),
+            "addRows",
         )
-        h.addRows(
-            k,
-            np.zeros(k),
-            np.full(k, INF),
-            k,
-            np.arange(k, dtype=np.int32),
-            np.full(k, self._zcol, dtype=np.int32),
-            -np.ones(k),
+        _ok(
+            h.addRows(
+                k,
+                np.zeros(k),
+                np.full(k, INF),
+                k,
+                np.arange(k, dtype=np.int32),
+                np.full(k, self._zcol, dtype=np.int32),
+                -np.ones(k),
+            ),
+            "addRows",
         )
         self._time_row = np.concatenate([self._time_row, r0 + np.arange(k)])
         self._value_row = np.concatenate([self._value_row, r0 + k + np.arange(k)])
@@ -702,14 +731,17 @@ class PersistentPolicy:
         reps = self._reps()
         if added:
             start = h.getNumRow()
-            h.addRows(
-                len(added),
-                np.full(len(added), -INF),
-                wk[len(old.types) :],
-                0,
-                np.zeros(len(added), dtype=np.int32),
-                np.zeros(0, dtype=np.int32),
-                np.zeros(0),
+            _ok(
+                h.addRows(
+                    len(added),
+                    np.full(len(added), -INF),
+                    wk[len(old.types) :],
+                    0,
+                    np.zeros(len(added), dtype=np.int32),
+                    np.zeros(0, dtype=np.int32),
+                    np.zeros(0),
+                ),
+                "addRows",
             )
             self._cap_row = np.concatenate([self._cap_row, start + np.arange(len(added))])
             self._col = np.hstack([self._col, np.full((self.num_groups, len(added)), -1)])
@@ -766,6 +798,7 @@ class PersistentPolicy:
             self._require_steps(i, job)
         add = ClusterArrays.of_jobs(batch, workers)
         self._check_weights_with(batch, add)
+        self._check_work_with(batch, add)
         k, g0 = add.num_jobs, self.num_groups
         local = np.arange(k)  # the new jobs' rows in add (after the others' in the instance)
         if self.symmetry:
@@ -842,6 +875,35 @@ class PersistentPolicy:
         probe = GpuClusterInstance.model_construct(workers=dict(self._instance.workers), jobs=jobs)
         probe.__dict__["arrays"] = arr
         check_weight_ratio(probe, self.objective)
+
+    def _check_work_with(self, batch: list[GpuJob], add: ClusterArrays) -> None:
+        """The makespan's :func:`~.inputs.check_work_ratio` of the instance with the
+        arrivals ``batch`` (``add`` their arrays): decided from the work range of a
+        superset (the instance before its pending removals, every pending arrival) first;
+        the exact check, which names the outlier, only beyond it."""
+        if self.objective != "makespan":
+            return
+        from .inputs import MAX_WORK_RATIO
+
+        changes = self._changes
+        parts = (
+            [self._instance.arrays, *(a for _, a in changes.added)]
+            if changes
+            else [self._instance.arrays]
+        )
+        works = np.concatenate([_work(a) for a in (*parts, add)])
+        if float(works.max() / works.min()) <= MAX_WORK_RATIO:
+            return
+        self._check_work(*self._combined((batch, add)))
+
+    def _check_work(self, arr: ClusterArrays, jobs: list[GpuJob]) -> None:
+        if self.objective != "makespan":
+            return
+        from .inputs import check_work_ratio
+
+        probe = GpuClusterInstance.model_construct(workers=dict(self._instance.workers), jobs=jobs)
+        probe.__dict__["arrays"] = arr
+        check_work_ratio(probe)
 
     def remove_jobs(self, ids: Iterable[str]) -> None:
         """Remove the jobs with these ids (each must be in :attr:`instance`). A group
@@ -954,6 +1016,7 @@ class PersistentPolicy:
         )
         _pass_names(old, arr)
         self._check_weights(arr, jobs)
+        self._check_work(arr, jobs)
         if self.symmetry:
             self._regroup(rows, old, arr)
         else:  # every job is its own group

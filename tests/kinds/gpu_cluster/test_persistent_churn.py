@@ -429,3 +429,38 @@ def test_rounds_write_the_ids_once() -> None:
         codes = V._pair_codes(arr, alloc["job"], alloc["worker_type"])
         assert codes is not None and warm.verification.ok
         _cold_check(policy, warm)
+
+
+@pytest.mark.parametrize("symmetry", [True, False])
+def test_makespan_work_ratio_is_checked_on_arrivals_and_updates(symmetry: bool) -> None:
+    """As the cold solve: work ratios above ``MAX_WORK_RATIO`` are an ``InstanceError``
+    naming the steps, before the live model changes (it raised IndexError: HiGHS refused
+    the new columns unnoticed); tiny work within the limit solves and verifies."""
+    inst = generate(30, "k80=4,p100=4,v100=4", seed=8)
+    policy = PersistentPolicy(inst, "makespan", OPTS, symmetry=symmetry)
+    ref = policy.solve()
+    tiny = inst.jobs[0].model_dump(exclude_none=True) | {"id": "tiny", "steps_remaining": 1e-9}
+    with pytest.raises(InstanceError, match="cannot honour work ratios") as got:
+        policy.add_jobs([tiny])
+    assert got.value.field == f"jobs[{len(inst.jobs)}].steps_remaining"
+    with pytest.raises(InstanceError, match="cannot honour work ratios"):
+        policy.update_jobs([inst.jobs[1].id], steps_remaining=[1e-9])
+    again = policy.solve()  # nothing changed
+    assert policy.num_jobs == len(inst.jobs) and again.objective_value == ref.objective_value
+    policy.add_jobs([tiny | {"steps_remaining": 1e-4}])
+    r = policy.solve()
+    cold = hetopt.solve(policy.instance, "makespan", OPTS)
+    assert r.status == Status.OPTIMAL and r.verification.ok, r.termination
+    assert r.objective_value == pytest.approx(cold.objective_value, rel=1e-9)
+
+
+def test_a_refused_highs_edit_is_a_solve_error() -> None:
+    import highspy
+
+    from hetopt.errors import SolveError
+    from hetopt.kinds.gpu_cluster.persistent import _ok
+
+    _ok(highspy.HighsStatus.kOk, "addCols")
+    _ok(highspy.HighsStatus.kWarning, "addCols")
+    with pytest.raises(SolveError, match="refused the live model's addRows"):
+        _ok(highspy.HighsStatus.kError, "addRows")
