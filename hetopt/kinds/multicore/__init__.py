@@ -21,7 +21,7 @@ from ..base import Kind, LazyMethod, Objective
 from .data import Core, MulticoreArrays, MulticoreInstance, Task, Window, with_limits
 from .fjsp import fjsp_to_multicore
 from .generate import FAMILIES, generate
-from .goals import check_formulation
+from .goals import check_formulation, check_time_range
 from .heuristics import list_schedule
 from .params import MulticoreParams
 from .plotting import plot_gantt, plot_pareto
@@ -213,6 +213,7 @@ class MulticoreKind(Kind):
         if refused is not None:
             raise UsageError(refused)
         check_formulation(instance.arrays, params.formulation, objective)
+        check_time_range(instance)
         if objective != "weighted_completion":
             return
         named = [t.job is not None for t in instance.tasks]

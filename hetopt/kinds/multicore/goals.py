@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from ...errors import UsageError
+import numpy as np
+
+from ...errors import InstanceError, UsageError
 from .data import MulticoreArrays
 from .heuristics import Schedule, best_list_schedule, best_weighted_schedule
 
@@ -81,3 +83,63 @@ def _no_assignment(arr: MulticoreArrays, objective: str) -> str:
         "formulation 'assignment' is for tasks free to start at 0; this instance has "
         "release times or availability windows"
     )
+
+
+MAX_TIME_RATIO = 1e9
+"""Largest ratio of the latest time an instance names (a release, a window's end, the
+deadline, a duration) to its shortest positive duration. The MILPs measure time in one
+unit, so a horizon that many times the shortest task leaves that task below HiGHS's
+tolerances: the Decima example with one release made 1e11 s (ratio 1e11) ended
+"HiGHS run failed (Solve error)", at 1e10 it solved; 1e9 leaves a tenfold margin
+(tests/kinds/multicore/test_multicore_hardening.py)."""
+
+
+def check_time_range(inst: Any) -> None:
+    """Times within :data:`MAX_TIME_RATIO` of the shortest duration; the error names the
+    outlier: the latest time's field or the shortest duration's, whichever is farther
+    from the durations' median (log scale)."""
+    import math
+
+    arr = inst.arrays
+    durs = arr.dur[arr.eligible]
+    durs = durs[durs > 0]
+    if len(durs) == 0:
+        return
+    shortest = float(durs.min())
+    latest, field = 0.0, ""
+    if len(arr.release) and float(arr.release.max()) > 0:
+        i = int(np.argmax(arr.release))
+        latest, field = float(arr.release[i]), f"tasks[{i}].release_s"
+    for c, w in enumerate(arr.windows):
+        if w is not None and len(w) and float(w[:, 1].max()) > latest:
+            k = int(np.argmax(w[:, 1]))
+            latest, field = float(w[k, 1]), f"cores[{c}].windows[{k}].end_s"
+    if arr.deadline is not None and arr.deadline > latest:
+        latest, field = float(arr.deadline), "deadline_s"
+    longest = float(durs.max())
+    if longest > latest:
+        latest, field = longest, _duration_field(inst, longest)
+    ratio = latest / shortest
+    if ratio <= MAX_TIME_RATIO:
+        return
+    med = float(np.median(np.log(durs)))
+    if med - math.log(shortest) > math.log(latest) - med:
+        field, what = _duration_field(inst, shortest), f"a duration of {shortest:g} s"
+    else:
+        what = f"{latest:g} s"
+    raise InstanceError(
+        f"{what}: the instance's times span {ratio:.3g} times its shortest duration "
+        f"({shortest:g} s); the schedule's MILP cannot honour spans above "
+        f"{MAX_TIME_RATIO:g} in double precision (the short tasks fall below the solver's "
+        "tolerances): bring the times closer together",
+        field,
+    )
+
+
+def _duration_field(inst: Any, value: float) -> str:
+    """The field of a task's duration equal to ``value``."""
+    for i, task in enumerate(inst.tasks):
+        for key, v in task.duration_s.items():
+            if v == value:
+                return f"tasks[{i}].duration_s.{key}"
+    return "tasks"  # pragma: no cover - the value comes from these durations
