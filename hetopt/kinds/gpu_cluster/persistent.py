@@ -191,7 +191,9 @@ def _ok(status: Any, what: str) -> None:
 def _work(arr: ClusterArrays) -> np.ndarray:
     """Each job's work for the makespan (:func:`~.inputs.check_work_ratio`): steps over
     its best usable throughput (every job of a policy can run somewhere)."""
-    return arr.steps / np.where(arr.allowed, arr.thr, 0.0).max(axis=1, initial=0.0)
+    best = np.where(arr.allowed, arr.thr, 0.0).max(axis=1, initial=0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return arr.steps / best  # type: ignore[no-any-return]
 
 
 def _weight_range(arr: ClusterArrays) -> tuple[float, float]:
@@ -892,7 +894,8 @@ class PersistentPolicy:
             else [self._instance.arrays]
         )
         works = np.concatenate([_work(a) for a in (*parts, add)])
-        if float(works.max() / works.min()) <= MAX_WORK_RATIO:
+        works = works[np.isfinite(works) & (works > 0)]  # (a job that can run nowhere)
+        if len(works) < 2 or float(works.max() / works.min()) <= MAX_WORK_RATIO:
             return
         self._check_work(*self._combined((batch, add)))
 
