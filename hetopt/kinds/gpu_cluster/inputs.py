@@ -8,7 +8,7 @@ solve. Each problem is one :class:`~hetopt.InstanceError` naming the field.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -84,14 +84,21 @@ def _outlier(values: np.ndarray) -> tuple[int, int]:
     return (hi, lo) if logs[hi] - med > med - logs[lo] else (lo, hi)
 
 
-def check_work_ratio(instance: GpuClusterInstance) -> None:
-    """Jobs' work (steps over their best usable throughput) within :data:`MAX_WORK_RATIO`
-    of each other for the makespan; the error names the outlier's ``steps_remaining``."""
-    arr = instance.arrays
+def job_work(arr: Any) -> np.ndarray:
+    """Each job's work for the makespan: ``steps_remaining`` over its best usable
+    throughput, its run time on the whole of its best type (``inf`` for a job that can
+    run nowhere)."""
     best = np.where(arr.allowed, arr.thr, 0.0).max(axis=1, initial=0.0)
-    if len(best) < 2 or not (best > 0).all():
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return arr.steps / best  # type: ignore[no-any-return]
+
+
+def check_work_ratio(instance: GpuClusterInstance) -> None:
+    """Jobs' work (:func:`job_work`) within :data:`MAX_WORK_RATIO` of each other for the
+    makespan; the error names the outlier's ``steps_remaining``."""
+    work = job_work(instance.arrays)
+    if len(work) < 2 or not np.isfinite(work).all():
         return  # (a job that can run nowhere: the solve reports it)
-    work = arr.steps / best
     ratio = float(work.max() / work.min())
     if ratio <= MAX_WORK_RATIO:
         return

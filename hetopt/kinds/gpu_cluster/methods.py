@@ -541,7 +541,7 @@ class ColumnsRun(OneLP):
             return "monolithic", None
         if params.lp_strategy == "column_generation":
             return "columns", None
-        from .colgen import AUTO_FILL_MIN_PAIRS, AUTO_MIN_PAIRS, wants_columns
+        from .colgen import AUTO_FILL_MIN_PAIRS, wants_columns
 
         arr = instance.arrays
         pairs = int(arr.allowed.sum())
@@ -554,7 +554,7 @@ class ColumnsRun(OneLP):
             reps = groups[1]
             rows = len(reps)
             pairs = int(arr.allowed[reps].sum())
-        if pairs >= AUTO_MIN_PAIRS and wants_columns(pairs, rows):
+        if wants_columns(pairs, rows):  # (from AUTO_MIN_PAIRS pairs)
             return "columns", groups
         return ("fill" if pairs >= AUTO_FILL_MIN_PAIRS else "monolithic"), groups
 

@@ -188,14 +188,6 @@ def _ok(status: Any, what: str) -> None:
         )
 
 
-def _work(arr: ClusterArrays) -> np.ndarray:
-    """Each job's work for the makespan (:func:`~.inputs.check_work_ratio`): steps over
-    its best usable throughput (every job of a policy can run somewhere)."""
-    best = np.where(arr.allowed, arr.thr, 0.0).max(axis=1, initial=0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return arr.steps / best  # type: ignore[no-any-return]
-
-
 def _weight_range(arr: ClusterArrays) -> tuple[float, float]:
     """The least and the greatest weight of ``arr``'s jobs, found once per arrays
     (:meth:`~.data.ClusterArrays.derived`)."""
@@ -874,9 +866,7 @@ class PersistentPolicy:
         w = arr.weight
         if float(w.max() / w.min()) <= MAX_WEIGHT_RATIO:
             return  # (check_weight_ratio's test; it names the field otherwise)
-        probe = GpuClusterInstance.model_construct(workers=dict(self._instance.workers), jobs=jobs)
-        probe.__dict__["arrays"] = arr
-        check_weight_ratio(probe, self.objective)
+        check_weight_ratio(self._probe(arr, jobs), self.objective)
 
     def _check_work_with(self, batch: list[GpuJob], add: ClusterArrays) -> None:
         """The makespan's :func:`~.inputs.check_work_ratio` of the instance with the
@@ -885,7 +875,7 @@ class PersistentPolicy:
         the exact check, which names the outlier, only beyond it."""
         if self.objective != "makespan":
             return
-        from .inputs import MAX_WORK_RATIO
+        from .inputs import MAX_WORK_RATIO, job_work
 
         changes = self._changes
         parts = (
@@ -893,7 +883,7 @@ class PersistentPolicy:
             if changes
             else [self._instance.arrays]
         )
-        works = np.concatenate([_work(a) for a in (*parts, add)])
+        works = np.concatenate([job_work(a) for a in (*parts, add)])
         works = works[np.isfinite(works) & (works > 0)]  # (a job that can run nowhere)
         if len(works) < 2 or float(works.max() / works.min()) <= MAX_WORK_RATIO:
             return
@@ -904,9 +894,14 @@ class PersistentPolicy:
             return
         from .inputs import check_work_ratio
 
+        check_work_ratio(self._probe(arr, jobs))
+
+    def _probe(self, arr: ClusterArrays, jobs: list[GpuJob]) -> GpuClusterInstance:
+        """An instance of ``jobs`` (``arr`` their arrays) on the policy's cluster, not
+        validated, for an instance-level check to name its field."""
         probe = GpuClusterInstance.model_construct(workers=dict(self._instance.workers), jobs=jobs)
         probe.__dict__["arrays"] = arr
-        check_work_ratio(probe)
+        return probe
 
     def remove_jobs(self, ids: Iterable[str]) -> None:
         """Remove the jobs with these ids (each must be in :attr:`instance`). A group
