@@ -132,8 +132,7 @@ class Decomposed(RunMethodBase):
     ) -> None:
         """The full MILP's objective is in the user's units already (the fair share's
         says what its optimum is)."""
-        if self.objective == "agent_fair_share":
-            F.note_fair_share_export()
+        F.note_export(self.objective)
 
     def run(
         self, session: Session, instance: AgentSessionsInstance, params: AgentSessionsParams

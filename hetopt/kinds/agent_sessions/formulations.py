@@ -461,10 +461,12 @@ def build(arr: AgentArrays, objective: str, params: AgentSessionsParams) -> Buil
     return Built(m, PlanLayout(objective, params.capacity_rows, pc, level))
 
 
-def note_fair_share_export() -> None:
-    """Say, on export, that the file's optimum is the slowdown, not the share: the one
-    exported objective whose optimum is not ``objective_value`` itself
-    (``models/agent_sessions.md``)."""
+def note_export(objective: str) -> None:
+    """On export of ``agent_fair_share``, say that the file's optimum is the slowdown,
+    not the share: the one exported objective whose optimum is not ``objective_value``
+    itself (``models/agent_sessions.md``). The other objectives say nothing."""
+    if objective != "agent_fair_share":
+        return
     import logging
 
     logging.getLogger("hetopt.export").warning(

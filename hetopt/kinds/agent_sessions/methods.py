@@ -39,8 +39,7 @@ class KeepEvict(BuildMethodBase):
         self, instance: AgentSessionsInstance, params: AgentSessionsParams, built: Built
     ) -> None:
         """In the user's units already; the fair share's says what its optimum is."""
-        if self.fair_share:
-            F.note_fair_share_export()
+        F.note_export(self.objective)
 
     def describe(
         self, instance: AgentSessionsInstance, params: AgentSessionsParams, built: Built

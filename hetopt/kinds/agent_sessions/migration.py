@@ -590,10 +590,9 @@ class Migrating(BuildMethodBase):
         self, instance: AgentSessionsInstance, params: AgentSessionsParams, built: Built
     ) -> None:
         """In the user's units already; the fair share's says what its optimum is."""
-        if self.fair_share:
-            from .formulations import note_fair_share_export
+        from .formulations import note_export
 
-            note_fair_share_export()
+        note_export(self.objective)
 
     def describe(
         self, instance: AgentSessionsInstance, params: AgentSessionsParams, built: Built
