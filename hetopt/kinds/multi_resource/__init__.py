@@ -31,6 +31,7 @@ from .data import (
     Profile,
     Server,
     Spread,
+    check_penalty_range,
     require_costs,
 )
 from .params import FRAGMENTATION_TIME_LIMIT_S, MultiResourceParams
@@ -271,9 +272,12 @@ class MultiResourceKind(Kind):
     decomposer = LazyAttribute("hetopt.kinds.multi_resource.decompose:DECOMPOSER")
 
     def check(self, instance: MultiResourceInstance, objective: str, params: Any) -> None:
-        """``min_cost`` needs every server's ``cost_per_hour``."""
+        """``min_cost`` needs every server's ``cost_per_hour``; soft rules' penalties lie
+        within the range of the objective's other coefficients
+        (:func:`~hetopt.kinds.multi_resource.data.check_penalty_range`)."""
         if objective == "min_cost":
             require_costs(instance)
+        check_penalty_range(instance, objective)
 
     def _config_bound(
         self, instance: MultiResourceInstance, options: SolveOptions | None

@@ -412,6 +412,44 @@ class MultiResourceArrays:
         return self.job_gpus > self.max_server_gpus
 
 
+def check_penalty_range(instance: MultiResourceInstance, objective: str) -> None:
+    """``max_total_throughput``: soft rules' penalties at most :data:`MAX_RANGE` times
+    the smallest throughput (:class:`InstanceError` naming the largest penalty).
+
+    The model's ``c_net`` row holds the total penalty beside the total throughput.
+    Measured on ``instances/multi_resource/rules.json`` (throughputs 1-1.3): a penalty of
+    1e11 ended "HiGHS run failed (Solve error)", and without the warm start HiGHS called
+    the feasible model ``infeasible``; 1e10 solved. The limit leaves the same tenfold
+    margin as the throughputs' own range. ``min_cost`` adds the penalties to the costs in
+    its objective with no such row, and solved correctly at every ratio tried (penalties
+    up to the 1e12 cap beside costs down to 1e-6), so it is not limited.
+    """
+    if objective == "min_cost":
+        return
+    top: tuple[str, float] | None = None
+    for k, rule in enumerate(instance.placement_rules or []):
+        if not rule.hard and (top is None or rule.penalty > top[1]):
+            top = (f"placement_rules[{k}].penalty", float(rule.penalty))
+    if top is None or top[1] == 0:
+        return
+    lo = min(
+        (
+            (f"jobs[{i}].profile[{k}].throughput", float(p.throughput))
+            for i, job in enumerate(instance.jobs)
+            for k, p in enumerate(job.profile)
+        ),
+        key=lambda fv: fv[1],
+    )
+    if top[1] > MAX_RANGE * lo[1]:
+        raise InstanceError(
+            f"{top[1]:g} is more than {MAX_RANGE:g} times {lo[0]} ({lo[1]:g}): objective "
+            f"{objective} subtracts soft rules' penalties from the throughputs, and "
+            "coefficients that far apart are beyond the solver's tolerances; lower the "
+            'penalty, or make the rule hard ("hard": true)',
+            top[0],
+        )
+
+
 def require_costs(instance: MultiResourceInstance) -> None:
     """``min_cost`` needs every server's ``cost_per_hour`` (:class:`InstanceError`
     naming the first server without one)."""

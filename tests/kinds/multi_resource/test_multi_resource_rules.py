@@ -561,6 +561,41 @@ def test_min_cost_needs_costs_in_validate_and_solve(tmp_path: Path) -> None:
     assert json.loads(r.stdout)["objective_value"] == pytest.approx(4.0)  # 5 GPUs on 4-GPU servers
 
 
+
+def test_penalty_beyond_the_throughputs_range_is_exit_3_naming_it(tmp_path: Path) -> None:
+    """A soft penalty more than MAX_RANGE times the smallest throughput is refused
+    (max_total_throughput: at 1e11 HiGHS failed, or called the model infeasible);
+    at the limit it solves, and min_cost, which solved at every ratio, is not limited."""
+    from hetopt.kinds.multi_resource.data import MAX_RANGE
+
+    root = Path(__file__).resolve().parents[3] / "instances" / "multi_resource"
+    data = json.loads((root / "rules.json").read_text())
+    smallest = min(p["throughput"] for j in data["jobs"] for p in j["profile"])
+    assert data["placement_rules"][1]["hard"] is False
+    data["placement_rules"][1]["penalty"] = MAX_RANGE * smallest
+    res = solve(data)
+    assert res.status == Status.OPTIMAL and res.verification.ok
+    # the penalty dominates: the fewest violations the rules allow (one, as at 0.25)
+    assert res.info["total_penalty"] == pytest.approx(MAX_RANGE * smallest)
+    data["placement_rules"][1]["penalty"] = 100 * MAX_RANGE * smallest
+    p = tmp_path / "pen.json"
+    p.write_text(json.dumps(data))
+    run = CliRunner().invoke
+    for cmd in ("validate", "solve"):
+        r = run(main, [cmd, str(p)])
+        assert r.exit_code == 3, r.output
+        assert "placement_rules[1].penalty" in r.output and "hard" in r.output
+    with pytest.raises(InstanceError, match=r"placement_rules\[1\]\.penalty"):
+        hetopt.solve(data)
+    hard = {**data, "placement_rules": [dict(r) for r in data["placement_rules"]]}
+    hard["placement_rules"][1]["hard"] = True  # a hard rule's penalty is not in the model
+    p.write_text(json.dumps(hard))
+    assert run(main, ["validate", str(p)]).exit_code == 0
+    cheap = solve(data, "min_cost")
+    assert cheap.status == Status.OPTIMAL and cheap.verification.ok
+    assert cheap.info["total_penalty"] == pytest.approx(100 * MAX_RANGE * smallest)
+
+
 # ---------------------------------------------------------------- model structure
 def test_jobs_with_different_tags_are_never_one_class() -> None:
     prof = [{"cpus_per_gpu": 3, "mem_gb_per_gpu": 62.5, "throughput": 1.0}]
