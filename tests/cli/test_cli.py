@@ -300,3 +300,28 @@ def test_simulate_names_the_trace_file_or_the_options_that_drew_the_jobs() -> No
     code, _, err = run("simulate", "--generate-jobs", "5", "--workers", none)
     assert code == 2 and "<trace>" not in err, err
     assert f"--generate-jobs 5 on --workers {none}: job 1: job type" in err
+
+
+@pytest.mark.parametrize(
+    "command, option",
+    [
+        ("gpu-cluster", "--jobs"),
+        ("multi-resource", "--jobs"),
+        ("multi-resource", "--servers"),
+        ("client-selection", "--clients"),
+        ("human-robot", "--tasks"),
+        ("multicore", "--tasks"),
+        ("agent-sessions", "--agents"),
+        ("cpu-gpu", "--programs"),
+        ("llm-serving", "--buckets"),
+        ("pipeline-partition", "--nodes"),
+    ],
+)
+def test_generate_sizes_have_a_bound(command: str, option: str) -> None:
+    """A size past MAX_GENERATED is exit 2 naming the option, before drawing anything
+    (``--jobs 100000000`` grew until memory ran out)."""
+    from hetopt.console import MAX_GENERATED
+
+    r = CliRunner().invoke(main, ["generate", command, option, str(MAX_GENERATED + 1)])
+    assert r.exit_code == 2, r.output
+    assert option in r.output and f"{MAX_GENERATED}" in r.output

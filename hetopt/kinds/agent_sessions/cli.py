@@ -6,14 +6,14 @@ from pathlib import Path
 
 import click
 
-from ...console import emit_instance, handle_errors, output_option, seed_option
+from ...console import count_type, emit_instance, handle_errors, output_option, seed_option
 
 
 @click.command("agent-sessions")
 @click.option(
     "--agents",
     "num_sessions",
-    type=click.IntRange(min=1),
+    type=count_type(),
     required=True,
     help="Number of agent sessions (one agent each).",
 )

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
-from ...console import emit_instance, handle_errors, output_option, seed_option
+from ...console import count_type, emit_instance, handle_errors, output_option, seed_option
 
 
 @click.command("client-selection")
 @click.option(
-    "--clients", "num_clients", type=click.IntRange(min=1), required=True, help="Number of clients."
+    "--clients", "num_clients", type=count_type(), required=True, help="Number of clients."
 )
 @seed_option()
 @click.option(

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ...console import emit_instance, handle_errors, output_option, seed_option
+from ...console import count_type, emit_instance, handle_errors, output_option, seed_option
 from ...errors import InstanceError, UsageError
 from .. import get_kind
 
@@ -28,9 +28,7 @@ _objective_option = click.option(
 
 
 @click.command("gpu-cluster")
-@click.option(
-    "--jobs", "num_jobs", type=click.IntRange(min=1), required=True, help="Number of jobs."
-)
+@click.option("--jobs", "num_jobs", type=count_type(), required=True, help="Number of jobs.")
 @_workers_option
 @seed_option()
 @click.option(

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
-from ...console import emit_instance, handle_errors, output_option, seed_option
+from ...console import count_type, emit_instance, handle_errors, output_option, seed_option
 
 
 @click.command("human-robot")
-@click.option("--tasks", "num_tasks", type=click.IntRange(min=1), required=True, help="Tasks.")
-@click.option("--agents", "num_agents", type=click.IntRange(min=1), required=True, help="Agents.")
+@click.option("--tasks", "num_tasks", type=count_type(), required=True, help="Tasks.")
+@click.option("--agents", "num_agents", type=count_type(), required=True, help="Agents.")
 @seed_option("Seed.")
 @click.option(
     "--humans",

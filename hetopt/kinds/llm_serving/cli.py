@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ...console import emit_instance, handle_errors, output_option, seed_option
+from ...console import count_type, emit_instance, handle_errors, output_option, seed_option
 from ...errors import UsageError
 
 OBJECTIVES = ["min_cost", "min_max_load", "pd_split"]
@@ -17,7 +17,7 @@ OBJECTIVES = ["min_cost", "min_max_load", "pd_split"]
 @click.option(
     "--buckets",
     "num_buckets",
-    type=click.IntRange(min=1),
+    type=count_type(),
     required=True,
     help="Number of request-size buckets.",
 )

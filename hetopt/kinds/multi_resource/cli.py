@@ -6,15 +6,13 @@ from pathlib import Path
 
 import click
 
-from ...console import emit_instance, handle_errors, output_option, seed_option
+from ...console import count_type, emit_instance, handle_errors, output_option, seed_option
 
 
 @click.command("multi-resource")
+@click.option("--jobs", "num_jobs", type=count_type(), required=True, help="Number of jobs.")
 @click.option(
-    "--jobs", "num_jobs", type=click.IntRange(min=1), required=True, help="Number of jobs."
-)
-@click.option(
-    "--servers", "num_servers", type=click.IntRange(min=1), required=True, help="Number of servers."
+    "--servers", "num_servers", type=count_type(), required=True, help="Number of servers."
 )
 @seed_option()
 @click.option("--gpus-per-server", type=click.IntRange(min=1), default=8, show_default=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ...console import emit_instance, handle_errors, output_option, seed_option
+from ...console import count_type, emit_instance, handle_errors, output_option, seed_option
 from .. import get_kind
 from .generate import FAMILIES
 
@@ -18,8 +18,8 @@ from .generate import FAMILIES
     required=True,
     help="Fanjul-Peyro & Ruiz R||Cmax family.",
 )
-@click.option("--machines", type=click.IntRange(min=1), required=True, help="Number of cores.")
-@click.option("--tasks", type=click.IntRange(min=1), required=True, help="Number of tasks.")
+@click.option("--machines", type=count_type(), required=True, help="Number of cores.")
+@click.option("--tasks", type=count_type(), required=True, help="Number of tasks.")
 @seed_option()
 @click.option(
     "--objective",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ...console import emit_instance, handle_errors, output_option, seed_option
+from ...console import count_type, emit_instance, handle_errors, output_option, seed_option
 
 
 @click.command("pipeline-partition")
@@ -20,7 +20,7 @@ from ...console import emit_instance, handle_errors, output_option, seed_option
 )
 @click.option(
     "--nodes",
-    type=click.IntRange(min=1),
+    type=count_type(),
     default=4,
     show_default=True,
     help="Serving: compute nodes. Training: devices in total.",
