@@ -561,7 +561,6 @@ def test_min_cost_needs_costs_in_validate_and_solve(tmp_path: Path) -> None:
     assert json.loads(r.stdout)["objective_value"] == pytest.approx(4.0)  # 5 GPUs on 4-GPU servers
 
 
-
 def test_penalty_beyond_the_throughputs_range_is_exit_3_naming_it(tmp_path: Path) -> None:
     """A soft penalty more than MAX_RANGE times the smallest throughput is refused
     (max_total_throughput: at 1e11 HiGHS failed, or called the model infeasible);
