@@ -17,6 +17,7 @@ Status, bound and gap are always the throughput solve's. See ``models/multi_reso
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -42,6 +43,8 @@ from . import heuristic as H
 from . import rules as RU
 from .data import MultiResourceInstance, require_costs
 from .params import FRAGMENTATION_TIME_LIMIT_S, MultiResourceParams
+
+log = logging.getLogger(__name__)
 
 DIAGNOSE_CHECK_S = 10.0
 """Time limit of one feasibility check of the deletion filter over hard rules."""
@@ -305,6 +308,33 @@ def _throughput(
     return float(a @ tput[lay.assign_prof] + ch @ tput[lay.choice_prof])
 
 
+def start_on_failure(
+    live: LiveModel, view: SolveView, x0: np.ndarray | None, what: str
+) -> SolveView:
+    """``view``, or, when HiGHS's run failed (status ``error``, no solution) after it was
+    handed the start ``x0``, that start as a ``feasible`` solution with no bound.
+
+    The start is a complete placement (the greedy packing, improved by the
+    neighbourhood search with rules); the verifier re-checks it like any solution, and
+    the termination says what was returned and why, so the plan a failed MILP leaves
+    behind is not dropped.
+    """
+    if view.status != Status.ERROR or view.x is not None or x0 is None:
+        return view
+    log.warning("%s; returning %s (not proven optimal)", view.raw.termination, what)
+    raw = dataclasses.replace(
+        view.raw,
+        status=Status.FEASIBLE,
+        termination=f"{view.raw.termination}; returned {what}, not proven optimal",
+        objective=None,
+        bound=None,
+        gap=None,
+        x=x0.copy(),
+        row_dual=None,
+    )
+    return live.view(raw)
+
+
 # --------------------------------------------------------------------------- the method
 class Throughput(RunMethodBase):
     """``max_total_throughput``: knapsack bound, integrated MILP, fragmentation solve.
@@ -353,6 +383,12 @@ class Throughput(RunMethodBase):
             if options.time_limit_s:  # the search's time counts in the limit
                 options = options.replace(time_limit_s=max(1e-3, options.time_limit_s - spent))
         first = live.solve(options, method.lp_method, stage="main")
+        first = start_on_failure(
+            live,
+            first,
+            x0,
+            "the warm start" + (" after the neighbourhood search" if "lns_rounds" in found else ""),
+        )
         final = first
         if params.fragmentation and first.status == Status.OPTIMAL and first.x is not None:
             final, frag = fragmentation(live, instance, first)
@@ -409,6 +445,7 @@ class MinCost(RunMethodBase):
         built = session.build(method, instance, params)
         live = session.open(built)
         found: dict[str, Any] = {}
+        x0: np.ndarray | None = None
         if params.warm_start:
             ts = time.perf_counter()
             x0 = method.start(instance, params, built, live.compiled)
@@ -419,6 +456,7 @@ class MinCost(RunMethodBase):
                 found["start_cost"] = None
             found["start_s"] = time.perf_counter() - ts
         view = live.solve(session.options, method.lp_method, stage="main")
+        view = start_on_failure(live, view, x0, "the warm start")
         with session.timer("load_s"):
             out = session.resolve(method, instance, params, built, view)
         out.details = {**method.describe(instance, params, built), **found, **out.details}

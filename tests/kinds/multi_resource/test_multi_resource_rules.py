@@ -811,3 +811,50 @@ def test_partitioned_solve_refuses_rules_and_min_cost() -> None:
         solve_decomposed(plain, "min_cost", partitions=2)
     one = solve_decomposed(inst, "max_total_throughput", partitions=1)
     assert one.verification.ok
+
+
+@pytest.mark.parametrize("objective", ["max_total_throughput", "min_cost"])
+def test_failed_milp_returns_the_start_as_feasible(monkeypatch, objective: str) -> None:
+    """When HiGHS's main run fails after it was handed the warm start, the start comes
+    back as a verified ``feasible`` plan (it was dropped: status error, no tables);
+    without a start the failure stays ``error``."""
+    import dataclasses
+
+    from hetopt.pipeline import Session
+
+    run_highs = Session.run_highs
+
+    def failing(self, live, options=None, lp_method="auto", stage="main", unscale=None):  # type: ignore[no-untyped-def]
+        view = run_highs(self, live, options, lp_method, stage, unscale)
+        if stage != "main":
+            return view
+        raw = dataclasses.replace(
+            view.raw,
+            status=Status.ERROR,
+            termination="HiGHS run failed (Solve error)",
+            objective=None,
+            bound=None,
+            gap=None,
+            x=None,
+            row_dual=None,
+        )
+        return live.view(raw)
+
+    monkeypatch.setattr(Session, "run_highs", failing)
+    root = Path(__file__).resolve().parents[3] / "instances" / "multi_resource"
+    data = json.loads((root / "rules.json").read_text())
+    res = solve(data, objective)
+    assert res.status == Status.FEASIBLE, res.termination
+    assert "Solve error" in res.termination and "warm start" in res.termination
+    assert res.verification.ok, res.verification.violations
+    assert len(res.tables["placement"]) == len(data["jobs"])
+    if objective == "min_cost":
+        # the start's server cost, plus its soft rules' penalties
+        start = res.info["start_cost"] + res.info["total_penalty"]
+        assert res.objective_value == pytest.approx(start)
+    else:
+        assert "neighbourhood search" in res.termination
+        assert res.objective_value == pytest.approx(res.info["lns_objective"])
+        assert res.bound is not None and res.bound >= res.objective_value  # the knapsack's
+    bare = solve(data, objective, warm_start=False)
+    assert bare.status == Status.ERROR and not bare.tables.get("placement", [])
