@@ -1,10 +1,21 @@
 """HiGHS runs of the main thread go to one long-lived worker thread (not a new thread per
-run); a reset of HiGHS's global scheduler or an ended thread gets a new worker."""
+run); a reset of HiGHS's global scheduler or an ended thread gets a new worker. Small LPs
+run on the main thread itself."""
 
 from __future__ import annotations
 
-import highspy
+import logging
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
+import highspy
+import pytest
+
+import hetopt
 from hetopt import highs as H
 
 
@@ -43,3 +54,123 @@ def test_a_scheduler_reset_or_a_dead_thread_gets_a_new_worker() -> None:
     second.thread.join(timeout=10)
     assert H._run(h) == highspy.HighsStatus.kOk
     assert H._worker is not second
+
+
+# ------------------------------------------------------------------ small LPs: no hand-off
+# An LP of at most DIRECT_MAX_NONZEROS entries runs on the main thread itself (the hand-off
+# to the worker and back cost more than such a run); MIPs and larger LPs keep the worker,
+# where Ctrl-C stops HiGHS mid-run. Which thread ran HiGHS is read off its log's records.
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "instances" / "gpu_cluster" / "example.json"
+
+
+class _Threads(logging.Handler):
+    """The thread names of the ``hetopt.solver`` records (HiGHS's log, from the thread
+    that runs HiGHS); ``on_record`` is called with each record, in that thread."""
+
+    def __init__(self, on_record: Any = None) -> None:
+        super().__init__(logging.INFO)
+        self.names: list[str] = []
+        self.on_record = on_record
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.names.append(record.threadName)
+        if self.on_record is not None:
+            self.on_record(record)
+
+
+@pytest.fixture
+def solver_log(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Threads]:
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("the direct runs are the main thread's")
+    # (an earlier test's scheduler reset would have handed this thread's runs to the
+    # worker for good: start as a process that never reset)
+    monkeypatch.setattr(H, "_direct_generation", None)
+    handler = _Threads()
+    log = logging.getLogger("hetopt.solver")
+    old_level = log.level
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        yield handler
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(old_level)
+
+
+def test_a_small_lp_runs_on_the_main_thread(solver_log: _Threads) -> None:
+    res = hetopt.solve(EXAMPLE, options=hetopt.SolveOptions(threads=1))
+    assert res.status == hetopt.Status.OPTIMAL and res.verification.ok
+    assert set(solver_log.names) == {"MainThread"}
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_large_lp_and_a_mip_keep_the_worker(solver_log: _Threads) -> None:
+    from hetopt.kinds.gpu_cluster.generate import generate
+
+    big = generate(4_000, "k80=100,p100=100,v100=100", seed=1)
+    res = hetopt.solve(big, "max_min_fairness", hetopt.SolveOptions(threads=1), symmetry=False)
+    assert res.status == hetopt.Status.OPTIMAL
+    # a column per (job, type) pair, each in its job's time and value rows and its
+    # type's capacity row
+    assert len(res.tables["allocation"]) * 3 > H.DIRECT_MAX_NONZEROS
+    assert set(solver_log.names) == {"highs-run"}
+    solver_log.names.clear()
+    mip = Path(EXAMPLE).parents[1] / "multicore" / "big_little_dag.json"  # a MILP
+    res = hetopt.solve(mip, options=hetopt.SolveOptions(threads=1))
+    assert res.status == hetopt.Status.OPTIMAL
+    assert solver_log.names and set(solver_log.names) == {"highs-run"}
+
+
+def test_ctrl_c_during_a_small_lp_ends_the_solve_as_interrupted(solver_log: _Threads) -> None:
+    sent: list[bool] = []
+
+    def press(record: logging.LogRecord) -> None:  # Ctrl-C while HiGHS runs (its log)
+        if not sent:
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    solver_log.on_record = press
+    with pytest.raises(KeyboardInterrupt) as caught:
+        hetopt.solve(EXAMPLE, options=hetopt.SolveOptions(threads=1))
+    assert sent and set(solver_log.names) == {"MainThread"}
+    assert isinstance(caught.value, hetopt.errors.Interrupted)
+    res = caught.value.result
+    # the run had ended: its solution is kept, verified, and not claimed optimal
+    assert res.status == hetopt.Status.FEASIBLE and res.verification.ok
+    assert res.termination.lower().startswith("interrupted")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    solver_log.on_record = None
+    again = hetopt.solve(EXAMPLE, options=hetopt.SolveOptions(threads=1))
+    assert again.status == hetopt.Status.OPTIMAL
+
+
+def test_a_programs_own_sigint_handler_stays_in_place(solver_log: _Threads) -> None:
+    seen: list[int] = []
+
+    def mine(signum: int, frame: Any) -> None:
+        seen.append(signum)
+
+    def press(record: logging.LogRecord) -> None:
+        if not seen:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, mine)
+    try:
+        solver_log.on_record = press
+        res = hetopt.solve(EXAMPLE, options=hetopt.SolveOptions(threads=1))
+        assert signal.getsignal(signal.SIGINT) is mine
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert seen == [signal.SIGINT]  # the program's handler had the Ctrl-C, not hetopt
+    assert res.status == hetopt.Status.OPTIMAL and not H.interrupted()
+
+
+def test_after_a_scheduler_reset_the_main_thread_hands_runs_to_the_worker(
+    solver_log: _Threads,
+) -> None:
+    hetopt.solve(EXAMPLE, options=hetopt.SolveOptions(threads=1))
+    assert set(solver_log.names) == {"MainThread"}
+    solver_log.names.clear()
+    hetopt.solve(EXAMPLE, options=hetopt.SolveOptions(threads=None))  # 1 -> 0: a reset
+    assert set(solver_log.names) == {"highs-run"}
