@@ -1094,7 +1094,17 @@ class PersistentPolicy:
 
     # ------------------------------------------------------------------ solve
     def solve(self) -> Result:
-        """Re-solve the live model (warm after the first call) and return its result."""
+        """Re-solve the live model (warm after the first call) and return its result.
+
+        Ctrl-C during the round's HiGHS run is handled as :func:`hetopt.solve` handles
+        it: :class:`~hetopt.errors.Interrupted` (a ``KeyboardInterrupt``) is raised
+        carrying the round's honest result, and the next :meth:`solve` starts afresh
+        from the live model."""
+        from ...pipeline import interruptible
+
+        return interruptible(self._solve_round)
+
+    def _solve_round(self) -> Result:
         from ...pipeline import finish
         from . import KIND
 
