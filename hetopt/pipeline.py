@@ -476,6 +476,20 @@ def interruptible(run: Any) -> Result:
     return result
 
 
+@contextmanager
+def one_solve() -> Iterator[bool]:
+    """A driver's loop of HiGHS runs that returns no :class:`Result` (a trace replay) as
+    one solve for Ctrl-C: as :func:`interruptible`, the outermost solve of the main
+    thread forgets an earlier Ctrl-C as it starts, and solves inside it do not. Yields
+    whether this is that outermost solve; the driver checks
+    :func:`hetopt.highs.interrupted` after its runs and stops."""
+    top = _enter()
+    try:
+        yield top
+    finally:
+        _leave()
+
+
 _LOCAL = threading.local()
 
 

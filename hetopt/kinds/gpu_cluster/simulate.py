@@ -743,6 +743,7 @@ class _Run:
         try:
             out = self.policy.allocate(active, self.remaining, now)
         except SolveFailed as exc:
+            _stop_if_interrupted(now)
             if self.on_solve_failure == "abort":
                 raise SolveFailed(
                     f"t = {now:.0f} s, {int(active.sum())} active jobs: {exc} (the replay "
@@ -759,6 +760,7 @@ class _Run:
                 exc,
                 self.failed_solves,
             )
+        _stop_if_interrupted(now)
         if out.nonoptimal:
             # a feasible allocation the policy could not prove optimal (a limit, a
             # level LP stopped early) is used, but never silently
@@ -1171,6 +1173,18 @@ def _replay_fluid(run: _Run) -> None:
         run.progress(t)
 
 
+def _stop_if_interrupted(now: float) -> None:
+    """Ctrl-C stopped a HiGHS run of the replay (:func:`hetopt.highs.interrupted`):
+    the replay stops with ``KeyboardInterrupt``, as a Ctrl-C anywhere else in it does.
+    (Its policy solves are one solve, :func:`hetopt.pipeline.one_solve`: the runs after
+    the Ctrl-C would not start, and every later round would fail or, with
+    ``on_solve_failure='keep_previous'``, keep a stale allocation to the end.)"""
+    from ...highs import interrupted
+
+    if interrupted():
+        raise KeyboardInterrupt(f"interrupted at t = {now:.0f} s of the replay")
+
+
 def simulate(
     records: Sequence[Mapping[str, Any]],
     workers: Mapping[str, int],
@@ -1299,13 +1313,16 @@ def simulate(
         loan=loanable,
         on_solve_failure=on_solve_failure,
     )
+    from ...pipeline import one_solve
+
     w = {t: int(c) for t, c in workers.items()}
-    if mode == "fluid":
-        _replay_fluid(run)
-    elif mechanism == "gavel":
-        _replay_gavel(run, w, gpus_per_server, reset_interval_s, agnostic, seed)
-    else:
-        _replay_hetopt(run, w, gpus_per_server)
+    with one_solve():  # (Ctrl-C: see _stop_if_interrupted)
+        if mode == "fluid":
+            _replay_fluid(run)
+        elif mechanism == "gavel":
+            _replay_gavel(run, w, gpus_per_server, reset_interval_s, agnostic, seed)
+        else:
+            _replay_hetopt(run, w, gpus_per_server)
     return _result(run, policy, agnostic, mode, mechanism, reset_interval_s, space_sharing)
 
 
