@@ -292,6 +292,13 @@ def test_plot_of_a_missing_file_is_exit_3_as_for_solve(tmp_path: Path) -> None:
         assert code == 3 and f"{missing}: no such file" in err, (args, err)
 
 
+def test_simulate_generated_jobs_have_a_bound() -> None:
+    from hetopt.console import MAX_GENERATED
+
+    code, _, err = run("simulate", "--generate-jobs", str(MAX_GENERATED + 1))
+    assert code == 2 and "--generate-jobs" in err and f"{MAX_GENERATED}" in err, err
+
+
 def test_simulate_names_the_trace_file_or_the_options_that_drew_the_jobs() -> None:
     trace = EXAMPLE.parent / "traces" / "max_min_fairness.trace"
     none = "k80=0,p100=0,v100=0"
@@ -315,6 +322,9 @@ def test_simulate_names_the_trace_file_or_the_options_that_drew_the_jobs() -> No
         ("cpu-gpu", "--programs"),
         ("llm-serving", "--buckets"),
         ("pipeline-partition", "--nodes"),
+        ("human-robot", "--locations"),
+        ("pipeline-partition", "--layers"),
+        ("pipeline-partition", "--micro-batches"),
     ],
 )
 def test_generate_sizes_have_a_bound(command: str, option: str) -> None:

@@ -165,7 +165,7 @@ def convert_trace_cmd(
 )
 @click.option(
     "--generate-jobs",
-    type=click.IntRange(min=1),
+    type=count_type(),
     help="Instead of TRACE, generate this many Gavel jobs with Poisson arrivals.",
 )
 @click.option(

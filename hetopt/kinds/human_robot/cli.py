@@ -23,7 +23,7 @@ from ...console import count_type, emit_instance, handle_errors, output_option, 
 )
 @click.option(
     "--locations",
-    type=click.IntRange(min=1),
+    type=count_type(),
     help="Number of workspaces (default: one per three tasks).",
 )
 @click.option(

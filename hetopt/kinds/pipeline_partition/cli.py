@@ -25,7 +25,7 @@ from ...console import count_type, emit_instance, handle_errors, output_option, 
     show_default=True,
     help="Serving: compute nodes. Training: devices in total.",
 )
-@click.option("--layers", type=click.IntRange(min=1), default=12, show_default=True)
+@click.option("--layers", type=count_type(), default=12, show_default=True)
 @click.option(
     "--types",
     type=click.IntRange(min=1, max=8),
@@ -35,7 +35,7 @@ from ...console import count_type, emit_instance, handle_errors, output_option, 
 )
 @click.option(
     "--micro-batches",
-    type=click.IntRange(min=1),
+    type=count_type(),
     default=8,
     show_default=True,
     help="Training only.",
