@@ -4,11 +4,7 @@ run on the main thread itself."""
 
 from __future__ import annotations
 
-import logging
-import os
 import signal
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,48 +60,22 @@ def test_a_scheduler_reset_or_a_dead_thread_gets_a_new_worker() -> None:
 EXAMPLE = Path(__file__).resolve().parents[2] / "instances" / "gpu_cluster" / "example.json"
 
 
-class _Threads(logging.Handler):
-    """The thread names of the ``hetopt.solver`` records (HiGHS's log, from the thread
-    that runs HiGHS); ``on_record`` is called with each record, in that thread."""
-
-    def __init__(self, on_record: Any = None) -> None:
-        super().__init__(logging.INFO)
-        self.names: list[str] = []
-        self.on_record = on_record
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.names.append(record.threadName)
-        if self.on_record is not None:
-            self.on_record(record)
-
-
 @pytest.fixture
-def solver_log(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Threads]:
-    if threading.current_thread() is not threading.main_thread():
-        pytest.skip("the direct runs are the main thread's")
+def solver_log(highs_log: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     # (an earlier test's scheduler reset would have handed this thread's runs to the
     # worker for good: start as a process that never reset)
     monkeypatch.setattr(H, "_direct_generation", None)
-    handler = _Threads()
-    log = logging.getLogger("hetopt.solver")
-    old_level = log.level
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    try:
-        yield handler
-    finally:
-        log.removeHandler(handler)
-        log.setLevel(old_level)
+    return highs_log
 
 
-def test_a_small_lp_runs_on_the_main_thread(solver_log: _Threads) -> None:
+def test_a_small_lp_runs_on_the_main_thread(solver_log: Any) -> None:
     res = hetopt.solve(EXAMPLE, options=hetopt.SolveOptions(threads=1))
     assert res.status == hetopt.Status.OPTIMAL and res.verification.ok
     assert set(solver_log.names) == {"MainThread"}
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_a_large_lp_and_a_mip_keep_the_worker(solver_log: _Threads) -> None:
+def test_a_large_lp_and_a_mip_keep_the_worker(solver_log: Any) -> None:
     from hetopt.kinds.gpu_cluster.generate import generate
 
     big = generate(4_000, "k80=100,p100=100,v100=100", seed=1)
@@ -122,42 +92,30 @@ def test_a_large_lp_and_a_mip_keep_the_worker(solver_log: _Threads) -> None:
     assert solver_log.names and set(solver_log.names) == {"highs-run"}
 
 
-def test_ctrl_c_during_a_small_lp_ends_the_solve_as_interrupted(solver_log: _Threads) -> None:
-    sent: list[bool] = []
-
-    def press(record: logging.LogRecord) -> None:  # Ctrl-C while HiGHS runs (its log)
-        if not sent:
-            sent.append(True)
-            os.kill(os.getpid(), signal.SIGINT)
-
-    solver_log.on_record = press
+def test_ctrl_c_during_a_small_lp_ends_the_solve_as_interrupted(solver_log: Any) -> None:
+    solver_log.ctrl_c = True  # Ctrl-C while HiGHS runs (at its first log line)
     with pytest.raises(KeyboardInterrupt) as caught:
         hetopt.solve(EXAMPLE, options=hetopt.SolveOptions(threads=1))
-    assert sent and set(solver_log.names) == {"MainThread"}
+    assert solver_log.sent and set(solver_log.names) == {"MainThread"}
     assert isinstance(caught.value, hetopt.errors.Interrupted)
     res = caught.value.result
     # the run had ended: its solution is kept, verified, and not claimed optimal
     assert res.status == hetopt.Status.FEASIBLE and res.verification.ok
     assert res.termination.lower().startswith("interrupted")
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    solver_log.on_record = None
     again = hetopt.solve(EXAMPLE, options=hetopt.SolveOptions(threads=1))
     assert again.status == hetopt.Status.OPTIMAL
 
 
-def test_a_programs_own_sigint_handler_stays_in_place(solver_log: _Threads) -> None:
+def test_a_programs_own_sigint_handler_stays_in_place(solver_log: Any) -> None:
     seen: list[int] = []
 
     def mine(signum: int, frame: Any) -> None:
         seen.append(signum)
 
-    def press(record: logging.LogRecord) -> None:
-        if not seen:
-            os.kill(os.getpid(), signal.SIGINT)
-
     previous = signal.signal(signal.SIGINT, mine)
     try:
-        solver_log.on_record = press
+        solver_log.ctrl_c = True
         res = hetopt.solve(EXAMPLE, options=hetopt.SolveOptions(threads=1))
         assert signal.getsignal(signal.SIGINT) is mine
     finally:
@@ -167,7 +125,7 @@ def test_a_programs_own_sigint_handler_stays_in_place(solver_log: _Threads) -> N
 
 
 def test_after_a_scheduler_reset_the_main_thread_hands_runs_to_the_worker(
-    solver_log: _Threads,
+    solver_log: Any,
 ) -> None:
     hetopt.solve(EXAMPLE, options=hetopt.SolveOptions(threads=1))
     assert set(solver_log.names) == {"MainThread"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import numpy as np
@@ -794,40 +795,18 @@ def test_on_solve_failure_is_checked_and_on_the_cli(monkeypatch):
 @pytest.mark.parametrize("mechanism", ["hetopt", "gavel"])
 @pytest.mark.parametrize("on_solve_failure", ["abort", "keep_previous"])
 def test_ctrl_c_during_a_policy_solve_stops_the_replay(
-    mechanism: str, on_solve_failure: str
+    mechanism: str, on_solve_failure: str, highs_log: Any
 ) -> None:
     """Ctrl-C while a round's HiGHS run goes stops the replay (KeyboardInterrupt, exit
     130 in the CLI). It did not: the later rounds' runs did not start, so the replay
     ended in SolveFailed, or with keep_previous ran on to the end on stale allocations
     (every later round failed); a new replay solves again."""
-    import logging
-    import os
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        pytest.skip("signals go to the main thread")
     workers = {"k80": 4, "p100": 4, "v100": 4}
     records = generate_trace(30, workers, arrival_rate=1 / 600, seed=1)
-    sent: list[bool] = []
-
-    class Press(logging.Handler):  # Ctrl-C as HiGHS logs (while it runs)
-        def emit(self, record: logging.LogRecord) -> None:
-            if not sent:
-                sent.append(True)
-                os.kill(os.getpid(), signal.SIGINT)
-
-    log = logging.getLogger("hetopt.solver")
-    handler, level = Press(logging.INFO), log.level
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    try:
-        with pytest.raises(KeyboardInterrupt, match="interrupted at t = "):
-            simulate(records, workers, mechanism=mechanism, on_solve_failure=on_solve_failure)
-    finally:
-        log.removeHandler(handler)
-        log.setLevel(level)
-    assert sent
+    highs_log.ctrl_c = True
+    with pytest.raises(KeyboardInterrupt, match="interrupted at t = "):
+        simulate(records, workers, mechanism=mechanism, on_solve_failure=on_solve_failure)
+    assert highs_log.sent
     again = simulate(records, workers, mechanism=mechanism, on_solve_failure=on_solve_failure)
     assert again.summary["failed_solves"] == 0
     assert np.isfinite(again.jobs["jct_s"]).all()
