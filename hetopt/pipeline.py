@@ -466,11 +466,8 @@ def interruptible(run: Any) -> Result:
     honest result (drivers that run many solves wrap their whole loop in this)."""
     from . import highs
 
-    top = _enter()
-    try:
+    with one_solve() as top:
         result: Result = run()
-    finally:
-        _leave()
     if top and highs.interrupted():
         raise Interrupted(interrupted_result(result))
     return result
@@ -478,11 +475,11 @@ def interruptible(run: Any) -> Result:
 
 @contextmanager
 def one_solve() -> Iterator[bool]:
-    """A driver's loop of HiGHS runs that returns no :class:`Result` (a trace replay) as
-    one solve for Ctrl-C: as :func:`interruptible`, the outermost solve of the main
+    """A stretch of HiGHS runs as one solve for Ctrl-C: the outermost solve of the main
     thread forgets an earlier Ctrl-C as it starts, and solves inside it do not. Yields
-    whether this is that outermost solve; the driver checks
-    :func:`hetopt.highs.interrupted` after its runs and stops."""
+    whether this is that outermost solve. :func:`interruptible` is this for a run that
+    returns a :class:`Result`; a driver that returns none (a trace replay) uses it
+    directly and checks :func:`hetopt.highs.interrupted` after its runs."""
     top = _enter()
     try:
         yield top
