@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import logging
+import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import collector, pipeline
-from .errors import InstanceError, UsageError
+from . import collector, deferred, pipeline
+from .errors import InstanceError, SolveError, UsageError
 from .instance import InstanceBase
-from .kinds import get_kind, instance_from_dict, read_instance
+from .kinds import get_kind, instance_from_dict, kind_names, read_instance
 from .kinds.base import Kind
 from .options import SolveOptions
 from .progress import ProgressCallback
@@ -77,15 +79,100 @@ def solve(
     """
     opts = SolveOptions.coerce(options)
     # (the collections validation and the build make due run while HiGHS's first run
-    # works: hetopt.collector)
+    # works: hetopt.collector; so does the validation of a large instance: hetopt.deferred)
     with collector.paused_until_solver():
-        inst, source = load(instance)
-        kind = kind_of(inst)
-        try:
-            name = kind.resolve_objective(inst, objective)
-            return pipeline.solve(kind, inst, name, opts, kind.parse_params(params), progress)
-        except InstanceError as exc:
-            raise (exc.with_source(source) if source and not exc.source else exc) from None
+        if isinstance(instance, InstanceBase):
+            return _solve_valid(instance, None, objective, opts, params, progress)
+        data, source = _input(instance)
+        deferring = _speculation(data, source)
+        if deferring is None:
+            inst = instance_from_dict(data, source)
+            return _solve_valid(inst, source, objective, opts, params, progress)
+        return _solve_deferred(*deferring, source, objective, opts, params, progress)
+
+
+def _solve_valid(
+    inst: Any,
+    source: str | None,
+    objective: str | None,
+    opts: SolveOptions,
+    params: Mapping[str, Any],
+    progress: ProgressCallback | None,
+) -> Result:
+    kind = kind_of(inst)
+    try:
+        name = kind.resolve_objective(inst, objective)
+        return pipeline.solve(kind, inst, name, opts, kind.parse_params(params), progress)
+    except InstanceError as exc:
+        raise (exc.with_source(source) if source and not exc.source else exc) from None
+
+
+def _input(instance: Any) -> tuple[Any, str | None]:
+    """The unvalidated data of ``instance`` (a mapping, or a file read) and its file."""
+    if isinstance(instance, str | Path):
+        from .instance import load_data
+
+        return load_data(instance), str(instance)
+    if isinstance(instance, Mapping):
+        return instance, None
+    raise TypeError(f"expected an instance, a dict or a path, got {type(instance).__name__}")
+
+
+def _speculation(
+    data: Any, source: str | None
+) -> tuple[Kind, deferred.Speculation, deferred.Pending] | None:
+    """What a kind reads provisionally off ``data``, to validate it beside HiGHS
+    (:mod:`hetopt.deferred`; the main thread's outermost solve only), or ``None``."""
+    if type(data) is not dict or deferred.due():
+        return None
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    name = data.get("kind")
+    if type(name) is not str or name not in kind_names():
+        return None
+    kind = get_kind(name)
+    if type(kind).speculate is Kind.speculate:
+        return None
+    pending = deferred.Pending(lambda: instance_from_dict(data, source))
+    spec = kind.speculate(data, pending)
+    if spec is None:
+        return None
+    pending.bind(spec.certify)
+    return kind, spec, pending
+
+
+def _solve_deferred(
+    kind: Kind,
+    spec: deferred.Speculation,
+    pending: deferred.Pending,
+    source: str | None,
+    objective: str | None,
+    opts: SolveOptions,
+    params: Mapping[str, Any],
+    progress: ProgressCallback | None,
+) -> Result:
+    """Solve the provisional instance while its input is validated beside HiGHS; the
+    validation's verdict decides (:mod:`hetopt.deferred`)."""
+    try:
+        with deferred.beside_solver(pending):
+            inst = spec.instance
+            try:
+                name = kind.resolve_objective(inst, objective)
+                return pipeline.solve(kind, inst, name, opts, kind.parse_params(params), progress)
+            except InstanceError as exc:
+                raise (exc.with_source(source) if source and not exc.source else exc) from None
+    except deferred.DeferredFailed as failed:
+        if not isinstance(failed.error, deferred.Mismatch):
+            raise failed.error from None  # the input is invalid: validation's own error
+        text = (
+            f"{kind.name}: the instance read before validation differs from the validated "
+            f"one ({failed.error}); solving the validated instance again (a bug: please "
+            "report it)"
+        )
+        if os.environ.get("HETOPT_CHECK_CONTRACT"):
+            raise SolveError(text) from None
+        logging.getLogger(f"hetopt.kinds.{kind.name}").warning("%s", text)
+        return _solve_valid(pending.validated, source, objective, opts, params, progress)
 
 
 def build_model(

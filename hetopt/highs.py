@@ -29,7 +29,7 @@ import highspy
 import numpy as np
 import scipy.sparse  # noqa: F401  (imported here so the first compile does not pay for it)
 
-from . import collector
+from . import collector, deferred
 from .errors import OptionsError, SolveError
 from .options import SolveOptions
 from .status import Status
@@ -387,6 +387,9 @@ class _Hooks:
     def __init__(self) -> None:
         self.progress: Callable[[dict[str, Any]], None] | None = None
         self.last = 0.0
+        self.cancel = False
+        """Stop this model's run at HiGHS's next check (its input failed validation:
+        :mod:`hetopt.deferred`)."""
 
     def mip(self, improving: bool, data_out: Any) -> None:
         now = time.perf_counter()
@@ -417,7 +420,7 @@ def _callback(callback_type: int, message: str, data_out: Any, data_in: Any, use
         if line:
             solver_log.info(line)
         return
-    if _STOP.is_set() and callback_type in _INTERRUPT_TYPES:
+    if callback_type in _INTERRUPT_TYPES and (_STOP.is_set() or getattr(user, "cancel", False)):
         data_in.user_interrupt = True
     if (
         callback_type in _MIP_PROGRESS_TYPES
@@ -617,7 +620,7 @@ class HighsModel:
                 {"interrupted": True},
             )
         direct = not is_mip and h.getNumNz() <= DIRECT_MAX_NONZEROS
-        run_status = _run(h, direct)
+        run_status = _run(h, direct, self._hooks)
         ms = h.getModelStatus()
         if ms == _MS.kUnboundedOrInfeasible and not is_mip:
             # presolve could not tell which: ask again without it
@@ -625,7 +628,7 @@ class HighsModel:
             presolve = got[1] if isinstance(got, tuple) else got
             _set(h, "presolve", "off")
             h.clearSolver()
-            run_status = _run(h, direct)
+            run_status = _run(h, direct, self._hooks)
             ms = h.getModelStatus()
             _set(h, "presolve", presolve)
         retried = ""
@@ -639,7 +642,7 @@ class HighsModel:
             for how, setting in (("without the start", presolve), ("without presolve", "off")):
                 _set(h, "presolve", setting)
                 h.clearSolver()
-                run_status = _run(h)
+                run_status = _run(h, hooks=self._hooks)
                 ms = h.getModelStatus()
                 retried = how
                 if not _inconsistent_mip_answer(h, ms):
@@ -771,7 +774,7 @@ HiGHS's global scheduler (whose per-thread state a thread keeps, see :class:`_Wo
 the main thread hands its runs to a new worker instead."""
 
 
-def _run(h: Any, direct: bool = False) -> Any:
+def _run(h: Any, direct: bool = False, hooks: _Hooks | None = None) -> Any:
     """``h.run()``, interruptible with Ctrl-C.
 
     In the main thread (where Python delivers SIGINT) HiGHS runs in a helper thread while
@@ -780,14 +783,15 @@ def _run(h: Any, direct: bool = False) -> Any:
     Elsewhere (executor threads, Dask workers) HiGHS runs directly. The LP interrupt
     callbacks are started only when Ctrl-C arrives (:data:`_LAZY_INTERRUPT_TYPES`).
     ``direct``: the run is a small LP (:data:`DIRECT_MAX_NONZEROS`), run on the main
-    thread itself (:func:`_run_here`).
+    thread itself (:func:`_run_here`). ``hooks``: the model's callback data, whose
+    ``cancel`` stops the run when the validation beside it fails (:mod:`hetopt.deferred`).
     """
     with _RUNNING_LOCK:
         _RUNNING.add(h)
     try:
         if _STOP.is_set():  # Ctrl-C came while this run was being set up
             _arm(h)
-        return _run_waiting(h, direct)
+        return _run_waiting(h, direct, hooks)
     finally:
         with _RUNNING_LOCK:
             _RUNNING.discard(h)
@@ -862,12 +866,14 @@ child the thread is gone, ``is_alive()`` says so, and a new one starts too; so d
 reset of HiGHS's global scheduler, whose per-thread state a thread keeps)."""
 
 
-def _run_waiting(h: Any, direct: bool = False) -> Any:
+def _run_waiting(h: Any, direct: bool = False, hooks: _Hooks | None = None) -> Any:
     global _worker, _direct_generation
     if threading.current_thread() is not threading.main_thread():
         collector.resume()
+        deferred.run_due()
         return h.run()
-    if direct and _direct_generation in (None, _scheduler_generation):
+    # (with a validation due, even a small LP goes to the worker: it runs beside)
+    if direct and _direct_generation in (None, _scheduler_generation) and not deferred.due():
         _direct_generation = _scheduler_generation
         return _run_here(h)
     box: list[Any] = []
@@ -877,8 +883,11 @@ def _run_waiting(h: Any, direct: bool = False) -> Any:
     started = threading.Lock()  # released as the worker enters HiGHS
     started.acquire()
 
+    entered: list[bool] = []  # (set before ``started`` is released: read after a Ctrl-C)
+
     def target() -> None:
         try:
+            entered.append(True)
             started.release()
             box.append(h.run())
         except BaseException as exc:  # pragma: no cover - HiGHS raised
@@ -895,18 +904,35 @@ def _run_waiting(h: Any, direct: bool = False) -> Any:
         worker = _worker = _Worker()
     worker.put(target)
     held = collector.held()
+    validating = deferred.due()
+    failed: deferred.DeferredFailed | None = None
     presses = 0
     while True:
         try:
-            if held:
-                # the collection hetopt.solve held back runs beside HiGHS, once the worker
+            if held or validating:
+                # the collection hetopt.solve held back, and the validation of an
+                # instance it deferred (hetopt.deferred), run beside HiGHS once the worker
                 # is inside the run (which releases the GIL): a collection holds the GIL,
                 # so run as the job was handed over it kept HiGHS from starting (12-16 ms
                 # before the sample LP at 20,000 x 8, measured)
-                if not started.acquire(timeout=0.05):
-                    continue
-                held = False
-                collector.resume()
+                # (``entered``, not the acquire's result: a Ctrl-C as it returned would
+                # lose that, and the next acquire would wait for a release that came)
+                if not entered:
+                    started.acquire(timeout=0.05)
+                    if not entered:
+                        continue
+                if held:
+                    held = False
+                    collector.resume()
+                if validating:
+                    validating = False  # (a Ctrl-C during it: it stays due)
+                    try:
+                        deferred.run_due()
+                    except deferred.DeferredFailed as exc:
+                        failed = exc  # the input is invalid: stop HiGHS, then say so
+                        if hooks is not None:
+                            hooks.cancel = True
+                        _arm(h)
             if done.acquire(timeout=0.05):
                 break
         except KeyboardInterrupt:
@@ -919,6 +945,10 @@ def _run_waiting(h: Any, direct: bool = False) -> Any:
                 _worker = None
                 worker.put(None)
                 raise
+    if failed is not None:
+        if hooks is not None:
+            hooks.cancel = False
+        raise failed
     if failure:
         raise failure[0]
     return box[0]

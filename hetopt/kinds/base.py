@@ -40,6 +40,7 @@ from ..instance import InstanceBase
 if TYPE_CHECKING:
     import pyomo.environ as pyo
 
+    from ..deferred import Pending, Speculation
     from ..options import SolveOptions
     from ..result import Result, Verification
 
@@ -330,6 +331,20 @@ class Kind:
             return self.params_model.model_validate(dict(params))
         except ValidationError as exc:
             raise UsageError(param_message(exc)) from None
+
+    # ------------------------------------------------------------------ input
+    def speculate(self, data: dict[str, Any], pending: Pending) -> Speculation | None:
+        """A provisional instance read off the unvalidated input ``data``, so that its
+        validation (``pending``) runs beside HiGHS (:mod:`hetopt.deferred`); ``None``
+        (the default): validate first.
+
+        The provisional instance must give the solve exactly the values the validated
+        one would, wherever it does not defer to ``pending`` (its records as
+        :class:`~hetopt.deferred.PendingRecords`); the ``certify`` it comes with checks
+        that against the validated instance. Reading ``data`` must be cheap (a fraction
+        of validating it) and must not fail: anything unexpected is ``None``.
+        """
+        return None
 
     # ------------------------------------------------------------------ methods
     def instance_for(self, instance: Any, params: Any) -> Any:

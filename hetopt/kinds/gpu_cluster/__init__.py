@@ -402,6 +402,13 @@ class GpuClusterKind(Kind):
             )
         return method
 
+    def speculate(self, data: dict[str, Any], pending: Any) -> Any:
+        """Large time-sharing clusters as plain records: validated beside HiGHS
+        (:func:`.data.speculate`)."""
+        from .data import speculate
+
+        return speculate(data, pending)
+
     def check(self, instance: GpuClusterInstance, objective: str, params: Any) -> None:
         """What each objective needs (``hetopt validate -O NAME`` agrees with solve).
 

@@ -652,3 +652,109 @@ class ClusterArrays:
         """Gavel's ``p_i = sum_t thr[i,t] * workers[t] / sum_t workers[t]``."""
         thr = self.thr if thr is None else thr
         return thr @ self.workers / self.workers.sum()
+
+
+# ---- validation beside HiGHS (hetopt.deferred) -------------------------------------------
+SPECULATE_MIN_PAIRS = 50_000
+"""Jobs x worker types from which :func:`speculate` reads an instance provisionally:
+validating it then takes pydantic-core tens of milliseconds (about 6 us a job), and its
+LP goes to HiGHS's worker thread, beside which the validation runs; below, reading the
+records twice would cost more than it hides."""
+
+_SPECULATE_FIELDS = frozenset({"kind", "workers", "jobs", "objective"})
+_SPECULATE_JOB_FIELDS = frozenset(GpuJob.model_fields) - _MAYBE_NAMED
+
+
+def speculate(data: dict[str, Any], pending: Any) -> Any:
+    """The provisional instance of a time-sharing cluster given as plain records
+    (:meth:`hetopt.kinds.base.Kind.speculate`): ``workers``, ``objective`` and the
+    defaults of the other fields as they are, :class:`ClusterArrays` read off the job
+    records (every ``throughput`` naming the worker types in ``workers``' order, as
+    generators and exporters write them), the jobs themselves pending. ``None`` for
+    anything else (fewer than :data:`SPECULATE_MIN_PAIRS` pairs, other fields, elastic
+    jobs, numbers beyond ``MAX_ABS``, ...): validated first, as always.
+
+    It checks nothing the validation checks: values are read as the arrays hold them
+    (``float``), and ``certify`` compares them with the validated instance's."""
+    from ...deferred import PendingRecords, Speculation
+    from ...instance import MAX_ABS
+
+    if not data.keys() <= _SPECULATE_FIELDS:
+        return None
+    workers, jobs, objective = data.get("workers"), data.get("jobs"), data.get("objective")
+    if type(workers) is not dict or type(jobs) is not list or not workers:
+        return None
+    if objective is not None and type(objective) is not str:
+        return None
+    types = list(workers)
+    n = len(jobs)
+    if n * len(types) < SPECULATE_MIN_PAIRS:
+        return None
+    if {type(t) for t in types} != {str} or {type(v) for v in workers.values()} != {int}:
+        return None
+    if {type(job) for job in jobs} != {dict}:
+        return None
+    if not set(chain.from_iterable(jobs)) <= _SPECULATE_JOB_FIELDS:
+        return None
+    try:
+        ids = [job["id"] for job in jobs]
+        thrs = [job["throughput"] for job in jobs]
+        if {type(i) for i in ids} != {str} or {type(t) for t in thrs} != {dict}:
+            return None
+        thr = _aligned_matrix(thrs, types)
+        if thr is None:
+            return None
+        scale = np.array([job.get("scale_factor", 1) for job in jobs], dtype=float)
+        weight = np.array([job.get("weight", 1.0) for job in jobs], dtype=float)
+        steps = np.array([job.get("steps_remaining") for job in jobs], dtype=float)
+        wk = np.array(list(workers.values()), dtype=float)
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return None
+    finite = (thr, scale, weight, wk)
+    if not all(np.isfinite(a).all() and (np.abs(a) <= MAX_ABS).all() for a in finite):
+        return None
+    known = steps[~np.isnan(steps)]
+    if not (np.isfinite(known).all() and (np.abs(known) <= MAX_ABS).all()):
+        return None
+    allowed = (thr > 0) & (scale[:, None] <= wk)
+    # (values the validation will reject would reach the model as divisions by zero and
+    # the like, with numpy's warnings: such input is validated first)
+    if not ((thr >= 0).all() and (scale >= 1).all() and (weight > 0).all() and (known > 0).all()):
+        return None
+    if not ((wk >= 0).all() and wk.sum() > 0 and allowed.any(axis=1).all()):
+        return None
+    arrays = ClusterArrays(ids, types, thr, scale, weight, steps, wk, allowed)
+    inst = object.__new__(GpuClusterInstance)
+    fields = {name: info.default for name, info in GpuClusterInstance.model_fields.items()}
+    fields.update(kind="gpu_cluster", workers=dict(workers), objective=objective)
+    fields["jobs"] = PendingRecords(n, pending, "jobs")
+    object.__setattr__(inst, "__dict__", {**fields, "arrays": arrays, "has_elastic": False})
+    object.__setattr__(inst, "__pydantic_fields_set__", set(data))
+    object.__setattr__(inst, "__pydantic_extra__", None)
+    object.__setattr__(inst, "__pydantic_private__", None)
+
+    def certify(validated: GpuClusterInstance) -> None:
+        from ...deferred import Mismatch
+
+        mine = inst.__dict__
+        for name in GpuClusterInstance.model_fields:
+            if name != "jobs" and validated.__dict__[name] != mine[name]:
+                raise Mismatch(f"field {name}")
+        if validated.model_fields_set != inst.model_fields_set:
+            raise Mismatch("the fields given")
+        theirs = validated.arrays
+        same = (
+            theirs.job_ids == arrays.job_ids
+            and theirs.types == arrays.types
+            and np.array_equal(theirs.thr, arrays.thr)
+            and np.array_equal(theirs.scale, arrays.scale)
+            and np.array_equal(theirs.weight, arrays.weight)
+            and np.array_equal(theirs.steps, arrays.steps, equal_nan=True)
+            and np.array_equal(theirs.workers, arrays.workers)
+            and validated.has_elastic is False
+        )
+        if not same:
+            raise Mismatch("the jobs' arrays")
+        mine["jobs"] = validated.jobs
+
+    return Speculation(inst, certify)

@@ -51,13 +51,18 @@ RECLAIM_PARAMS = ("servers", "server_type", "shrink_cost")
 
 
 def require_steps(inst: GpuClusterInstance, objective: str = "makespan") -> None:
-    """Every job needs ``steps_remaining`` for ``objective``."""
-    for i, job in enumerate(inst.jobs):
-        if job.steps_remaining is None:
-            raise InstanceError(
-                f"required for the {objective} objective (steps the job still has to run)",
-                f"jobs[{i}].steps_remaining",
-            )
+    """Every job needs ``steps_remaining`` for ``objective`` (read off the arrays, NaN
+    where a job has none, for time-sharing instances: their jobs then stay unread
+    before HiGHS runs, :mod:`hetopt.deferred`)."""
+    if inst.has_elastic:
+        missing = [i for i, job in enumerate(inst.jobs) if job.steps_remaining is None]
+    else:
+        missing = np.flatnonzero(np.isnan(inst.arrays.steps)).tolist()
+    if missing:
+        raise InstanceError(
+            f"required for the {objective} objective (steps the job still has to run)",
+            f"jobs[{missing[0]}].steps_remaining",
+        )
 
 
 def check(instance: GpuClusterInstance, objective: str) -> None:
