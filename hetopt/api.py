@@ -84,7 +84,7 @@ def solve(
         if isinstance(instance, InstanceBase):
             return _solve_valid(instance, None, objective, opts, params, progress)
         data, source = _input(instance)
-        deferring = _speculation(data, source)
+        deferring = _speculation(data, source, objective)
         if deferring is None:
             inst = instance_from_dict(data, source)
             return _solve_valid(inst, source, objective, opts, params, progress)
@@ -119,7 +119,7 @@ def _input(instance: Any) -> tuple[Any, str | None]:
 
 
 def _speculation(
-    data: Any, source: str | None
+    data: Any, source: str | None, objective: str | None
 ) -> tuple[Kind, deferred.Speculation, deferred.Pending] | None:
     """What a kind reads provisionally off ``data``, to validate it beside HiGHS
     (:mod:`hetopt.deferred`; the main thread's outermost solve only), or ``None``."""
@@ -134,7 +134,7 @@ def _speculation(
     if type(kind).speculate is Kind.speculate:
         return None
     pending = deferred.Pending(lambda: instance_from_dict(data, source))
-    spec = kind.speculate(data, pending)
+    spec = kind.speculate(data, objective, pending)
     if spec is None:
         return None
     pending.bind(spec.certify)

@@ -333,10 +333,12 @@ class Kind:
             raise UsageError(param_message(exc)) from None
 
     # ------------------------------------------------------------------ input
-    def speculate(self, data: dict[str, Any], pending: Pending) -> Speculation | None:
+    def speculate(
+        self, data: dict[str, Any], objective: str | None, pending: Pending
+    ) -> Speculation | None:
         """A provisional instance read off the unvalidated input ``data``, so that its
         validation (``pending``) runs beside HiGHS (:mod:`hetopt.deferred`); ``None``
-        (the default): validate first.
+        (the default): validate first. ``objective``: the one asked for, if any.
 
         The provisional instance must give the solve exactly the values the validated
         one would, wherever it does not defer to ``pending`` (its records as

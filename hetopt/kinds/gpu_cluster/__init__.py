@@ -379,6 +379,13 @@ BY_VARIANT: dict[tuple[str, str], LazyMethod] = {
 a ``colocation`` list."""
 
 
+DEFERRED_OBJECTIVES = frozenset({"max_min_fairness", "makespan", "max_total_throughput"})
+"""The objectives :meth:`GpuClusterKind.speculate` defers the validation of: their
+solves read the jobs' arrays only until HiGHS's first run (the others read the jobs'
+own fields before, which would validate them there: the provisional reading would only
+add its cost)."""
+
+
 class GpuClusterKind(Kind):
     name = "gpu_cluster"
     description = "GPU cluster with several accelerator types (Gavel's policies)"
@@ -402,11 +409,15 @@ class GpuClusterKind(Kind):
             )
         return method
 
-    def speculate(self, data: dict[str, Any], pending: Any) -> Any:
+    def speculate(self, data: dict[str, Any], objective: str | None, pending: Any) -> Any:
         """Large time-sharing clusters as plain records: validated beside HiGHS
-        (:func:`.data.speculate`)."""
+        (:func:`.data.speculate`), for the objectives whose solve reads nothing of the
+        jobs but their arrays before HiGHS runs (:data:`DEFERRED_OBJECTIVES`)."""
         from .data import speculate
 
+        name = objective if objective is not None else data.get("objective")
+        if (name if name is not None else self.objectives[0].name) not in DEFERRED_OBJECTIVES:
+            return None
         return speculate(data, pending)
 
     def check(self, instance: GpuClusterInstance, objective: str, params: Any) -> None:
