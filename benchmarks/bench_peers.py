@@ -134,8 +134,8 @@ def bench_peers(benchmark, spec: BenchSpec) -> None:  # type: ignore[no-untyped-
         theirs_cpu.append(time.process_time() - c0)
         # the answer: an independent cvxpy model of the same LP
         assert result.objective_value == pytest.approx(peer_value, rel=REL)
-    # what validating the dict costs on its own (part of every timed solve above): the
-    # floor of the time around HiGHS that no solver strategy changes
+    # what validating the dict costs on its own (part of every timed solve above: before
+    # HiGHS, or beside HiGHS's first run where hetopt.deferred applies, 8types-tight)
     validation_s = []
     for _ in range(min(reps, 3)):
         gc.collect()

@@ -182,8 +182,9 @@ def markdown(report: Report, heading_level: int = 1) -> str:
             "(`benchmarks/bench_peers.py`, threads=1, optima asserted equal to 1e-9). "
             "`ratio` is hetopt's fastest run over the peer's (below 1: hetopt is faster); "
             "`/ HiGHS` is hetopt's wall time over HiGHS's own solve time; `around` the "
-            "seconds of it outside HiGHS's runs, of which `validation` validates the "
-            "instance dict."
+            "seconds of it outside HiGHS's runs; `validation` is what validating the "
+            "instance dict takes on its own (a large LP's instance is validated beside "
+            "HiGHS's first run, `hetopt.deferred`, and then adds almost nothing to `around`)."
         )
         lines.append("")
         header = ["benchmark", "hetopt (s)", "peer", "peer (s)", "ratio", "/ HiGHS"]

@@ -242,6 +242,41 @@ def test_invalid_input_raises_the_validations_error(
         assert _outcome(data, objective) == got
 
 
+VALUES = [-1, 0, 1, 3, 2.5, -0.5, 0.0, 1e13, float("inf"), "x", "", None, True, [], {}, [1.0]]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_mutations_give_what_validating_first_gives(
+    spied: Spied, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """Seeded single-field mutations of any job field, workers entry or top-level field,
+    to values of every type: the deferred solve's outcome (error text or answer) is the
+    one validating first gives."""
+    rng = np.random.default_rng(seed)
+    base = cluster(25, 100 + seed)
+    fields = [*sorted(D.GpuJob.model_fields), "throughput.k80", "throughput.v100"]
+    for _ in range(12):
+        data = copy.deepcopy(base)
+        where = rng.integers(10)
+        value = VALUES[int(rng.integers(len(VALUES)))]
+        if where == 0:
+            data["workers"][TYPES[int(rng.integers(3))]] = value
+        elif where == 1:
+            data[str(rng.choice(["objective", "kind", "loanable", "workers"]))] = value
+        else:
+            job = data["jobs"][int(rng.integers(25))]
+            name = str(rng.choice(fields))
+            if name.startswith("throughput."):
+                job["throughput"][name.split(".")[1]] = value
+            else:
+                job[name] = value
+        got = _outcome(data, "max_min_fairness")
+        with monkeypatch.context() as m:
+            m.setattr(D, "SPECULATE_MIN_PAIRS", 10**9)
+            assert _outcome(data, "max_min_fairness") == got, (where, value)
+    assert spied.speculated >= 4  # (most mutations are read provisionally)
+
+
 def test_the_mutations_exercise_the_deferred_path(
     spied: Spied, recwarn: pytest.WarningsRecorder
 ) -> None:
