@@ -92,7 +92,7 @@ def solve(
 
 
 def _solve_valid(
-    inst: Any,
+    inst: Any,  # (validated, or provisional: hetopt.deferred)
     source: str | None,
     objective: str | None,
     opts: SolveOptions,
@@ -155,12 +155,7 @@ def _solve_deferred(
     validation's verdict decides (:mod:`hetopt.deferred`)."""
     try:
         with deferred.beside_solver(pending):
-            inst = spec.instance
-            try:
-                name = kind.resolve_objective(inst, objective)
-                return pipeline.solve(kind, inst, name, opts, kind.parse_params(params), progress)
-            except InstanceError as exc:
-                raise (exc.with_source(source) if source and not exc.source else exc) from None
+            return _solve_valid(spec.instance, source, objective, opts, params, progress)
     except deferred.DeferredFailed as failed:
         if not isinstance(failed.error, deferred.Mismatch):
             raise failed.error from None  # the input is invalid: validation's own error
