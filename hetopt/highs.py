@@ -883,7 +883,11 @@ def _run_waiting(h: Any, direct: bool = False, hooks: _Hooks | None = None) -> A
     started = threading.Lock()  # released as the worker enters HiGHS
     started.acquire()
 
-    entered: list[bool] = []  # (set before ``started`` is released: read after a Ctrl-C)
+    # set before ``started`` and ``done`` are released, and read after their acquires: a
+    # Ctrl-C as an acquire returned would lose its result, and the next acquire would
+    # wait forever for a release that came
+    entered: list[bool] = []
+    ended: list[bool] = []
 
     def target() -> None:
         try:
@@ -893,6 +897,7 @@ def _run_waiting(h: Any, direct: bool = False, hooks: _Hooks | None = None) -> A
         except BaseException as exc:  # pragma: no cover - HiGHS raised
             failure.append(exc)
         finally:
+            ended.append(True)
             done.release()
 
     # (a lock, not Thread.join: a KeyboardInterrupt inside join can leave the thread
@@ -915,8 +920,6 @@ def _run_waiting(h: Any, direct: bool = False, hooks: _Hooks | None = None) -> A
                 # is inside the run (which releases the GIL): a collection holds the GIL,
                 # so run as the job was handed over it kept HiGHS from starting (12-16 ms
                 # before the sample LP at 20,000 x 8, measured)
-                # (``entered``, not the acquire's result: a Ctrl-C as it returned would
-                # lose that, and the next acquire would wait for a release that came)
                 if not entered:
                     started.acquire(timeout=0.05)
                     if not entered:
@@ -933,7 +936,9 @@ def _run_waiting(h: Any, direct: bool = False, hooks: _Hooks | None = None) -> A
                         if hooks is not None:
                             hooks.cancel = True
                         _arm(h)
-            if done.acquire(timeout=0.05):
+            if not ended:
+                done.acquire(timeout=0.05)
+            if ended:
                 break
         except KeyboardInterrupt:
             presses += 1

@@ -132,3 +132,49 @@ def test_after_a_scheduler_reset_the_main_thread_hands_runs_to_the_worker(
     solver_log.names.clear()
     hetopt.solve(EXAMPLE, options=hetopt.SolveOptions(threads=None))  # 1 -> 0: a reset
     assert set(solver_log.names) == {"highs-run"}
+
+
+def test_a_ctrl_c_as_the_wait_for_the_run_returns_does_not_hang(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C arriving just as the main thread's wait for HiGHS's worker returned (the
+    run had ended): the wait took the worker's signal and then lost it to the
+    KeyboardInterrupt, and waited again forever (seen once in a replay's Ctrl-C test)."""
+    import threading
+
+    real = threading.Lock
+    waits: list[int] = []
+
+    class CtrlCAsItReturns:
+        """A lock whose first timed acquire that succeeds raises KeyboardInterrupt
+        (what Python does when SIGINT arrives as the call returns); a wait that goes on
+        past 5 s fails the test instead of hanging it."""
+
+        def __init__(self) -> None:
+            self._lock = real()
+
+        def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+            got = self._lock.acquire(blocking, timeout)
+            if timeout > 0:
+                waits.append(1)
+                if len(waits) > 100:
+                    raise AssertionError("the wait for the run never ended")
+                if got and not fired:
+                    fired.append(1)
+                    raise KeyboardInterrupt
+            return got
+
+        def release(self) -> None:
+            self._lock.release()
+
+    fired: list[int] = []
+    h = _tiny()
+    H._run(h)  # (the worker exists before locks are replaced)
+    monkeypatch.setattr(threading, "Lock", CtrlCAsItReturns)
+    try:
+        status = H._run(h)
+    finally:
+        monkeypatch.setattr(threading, "Lock", real)
+        H.clear_interrupt()
+    assert fired and status == highspy.HighsStatus.kOk
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
