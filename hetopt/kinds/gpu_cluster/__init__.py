@@ -416,8 +416,10 @@ class GpuClusterKind(Kind):
         from .data import speculate
 
         name = objective if objective is not None else data.get("objective")
-        if (name if name is not None else self.objectives[0].name) not in DEFERRED_OBJECTIVES:
-            return None
+        if name is None:
+            name = self.objectives[0].name
+        if type(name) is not str or name not in DEFERRED_OBJECTIVES:
+            return None  # (a name that is no string: the validation says what is wrong)
         return speculate(data, pending)
 
     def check(self, instance: GpuClusterInstance, objective: str, params: Any) -> None:
