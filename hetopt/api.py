@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from . import collector, deferred, pipeline
 from .errors import InstanceError, SolveError, UsageError
 from .instance import InstanceBase
-from .kinds import get_kind, instance_from_dict, kind_names, read_instance
+from .kinds import get_kind, instance_from_dict, kind_names
 from .kinds.base import Kind
 from .options import SolveOptions
 from .progress import ProgressCallback
@@ -28,11 +28,8 @@ def load(instance: InstanceLike) -> tuple[Any, str | None]:
     """Return ``(validated instance, source file or None)``."""
     if isinstance(instance, InstanceBase):
         return instance, None
-    if isinstance(instance, str | Path):
-        return read_instance(instance), str(instance)
-    if isinstance(instance, Mapping):
-        return instance_from_dict(instance), None
-    raise TypeError(f"expected an instance, a dict or a path, got {type(instance).__name__}")
+    data, source = _input(instance)
+    return instance_from_dict(data, source), source
 
 
 def kind_of(instance: Any) -> Kind:
@@ -108,7 +105,8 @@ def _solve_valid(
 
 
 def _input(instance: Any) -> tuple[Any, str | None]:
-    """The unvalidated data of ``instance`` (a mapping, or a file read) and its file."""
+    """The unvalidated data of ``instance`` (a mapping, or a file read as
+    :func:`hetopt.kinds.read_instance` reads it) and its file."""
     if isinstance(instance, str | Path):
         from .instance import load_data
 
@@ -131,8 +129,6 @@ def _speculation(
     if type(name) is not str or name not in kind_names():
         return None
     kind = get_kind(name)
-    if type(kind).speculate is Kind.speculate:
-        return None
     pending = deferred.Pending(lambda: instance_from_dict(data, source))
     spec = kind.speculate(data, objective, pending)
     if spec is None:

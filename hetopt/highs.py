@@ -869,8 +869,7 @@ reset of HiGHS's global scheduler, whose per-thread state a thread keeps)."""
 def _run_waiting(h: Any, direct: bool = False, hooks: _Hooks | None = None) -> Any:
     global _worker, _direct_generation
     if threading.current_thread() is not threading.main_thread():
-        collector.resume()
-        deferred.run_due()
+        collector.resume()  # (no validation is deferred off the main thread: hetopt.api)
         return h.run()
     # (with a validation due, even a small LP goes to the worker: it runs beside)
     if direct and _direct_generation in (None, _scheduler_generation) and not deferred.due():
