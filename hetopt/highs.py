@@ -531,7 +531,7 @@ class HighsModel:
         verbose = solver_log.isEnabledFor(logging.INFO)
         is_mip = self.compiled.is_mip
         warm = not is_mip and self._solved_once and self._has_basis()
-        threads = _claim_scheduler(h, options.threads)
+        threads = _threads_option(options.threads)
         key = (default_lp_method, verbose, is_mip, warm, threads)  # (options: immutable)
         last = self._applied
         if last is not None and last[0] == key and last[1] == options:
@@ -768,11 +768,6 @@ run on a 2-core VM (measured: a warm HiGHS re-solve of a 2,000-job scheduler rou
 run itself; an LP this small is solved in milliseconds, so a Ctrl-C during it takes
 effect as it returns (:func:`_run_here`). MIPs always go to the worker."""
 
-_direct_generation: int | None = None
-"""The :data:`_scheduler_generation` of the main thread's direct runs: after a reset of
-HiGHS's global scheduler (whose per-thread state a thread keeps, see :class:`_Worker`)
-the main thread hands its runs to a new worker instead."""
-
 
 def _run(h: Any, direct: bool = False, hooks: _Hooks | None = None) -> Any:
     """``h.run()``, interruptible with Ctrl-C.
@@ -832,7 +827,6 @@ class _Worker:
     a thread per run cost ~1 ms, more than a warm HiGHS re-solve)."""
 
     def __init__(self) -> None:
-        self.generation = _scheduler_generation
         self._jobs: deque[Callable[[], None] | None] = deque()
         # raw locks, not a Semaphore/Event (Python-level conditions): ~30 us less a
         # hand-off, measured. ``_ready`` is held while the queue has nothing new
@@ -862,18 +856,19 @@ class _Worker:
 _worker: _Worker | None = None
 """The main thread's HiGHS worker (only the main thread uses it; a run abandoned after
 repeated Ctrl-C takes its worker with it, and the next run starts a new one; in a forked
-child the thread is gone, ``is_alive()`` says so, and a new one starts too; so does a
-reset of HiGHS's global scheduler, whose per-thread state a thread keeps)."""
+child the thread is gone, ``is_alive()`` says so, and a new one starts too). A change of
+``threads`` keeps the worker: it resets its own HiGHS scheduler (:func:`_fit_scheduler`)."""
 
 
 def _run_waiting(h: Any, direct: bool = False, hooks: _Hooks | None = None) -> Any:
-    global _worker, _direct_generation
+    global _worker
     if threading.current_thread() is not threading.main_thread():
         collector.resume()  # (no validation is deferred off the main thread: hetopt.api)
+        _fit_scheduler(h)
         return h.run()
     # (with a validation due, even a small LP goes to the worker: it runs beside)
-    if direct and _direct_generation in (None, _scheduler_generation) and not deferred.due():
-        _direct_generation = _scheduler_generation
+    if direct and not deferred.due():
+        _fit_scheduler(h)
         return _run_here(h)
     box: list[Any] = []
     failure: list[BaseException] = []
@@ -890,6 +885,7 @@ def _run_waiting(h: Any, direct: bool = False, hooks: _Hooks | None = None) -> A
 
     def target() -> None:
         try:
+            _fit_scheduler(h)  # (the worker's own HiGHS scheduler)
             entered.append(True)
             started.release()
             box.append(h.run())
@@ -902,9 +898,7 @@ def _run_waiting(h: Any, direct: bool = False, hooks: _Hooks | None = None) -> A
     # (a lock, not Thread.join: a KeyboardInterrupt inside join can leave the thread
     # reported as finished while it still runs)
     worker = _worker
-    if worker is None or not worker.thread.is_alive() or worker.generation != _scheduler_generation:
-        if worker is not None:
-            worker.put(None)
+    if worker is None or not worker.thread.is_alive():
         worker = _worker = _Worker()
     worker.put(target)
     held = collector.held()
@@ -958,9 +952,9 @@ def _run_waiting(h: Any, direct: bool = False, hooks: _Hooks | None = None) -> A
     return box[0]
 
 
-_SCHEDULER_LOCK = threading.Lock()
-_scheduler_threads: int | None = None  # thread count HiGHS's global scheduler runs with
-_scheduler_generation = 0  # resets of HiGHS's global scheduler (see :class:`_Worker`)
+_executor = threading.local()
+"""``threads``: the thread count of the calling thread's HiGHS scheduler, as
+:func:`_fit_scheduler` last set it up (absent: this thread has none that hetopt made)."""
 
 
 def available_cores() -> int:
@@ -973,24 +967,37 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _claim_scheduler(h: Any, threads: int | None) -> int:
-    """The ``threads`` option value for ``threads``. HiGHS fixes its thread pool
-    (process-wide) on the first run and refuses to run with a different count later
-    ("Not Set" / run error), so a change of count resets the global scheduler first.
-    More threads than the cores available are capped (HiGHS aborts the process when it
-    cannot create them)."""
-    global _scheduler_threads, _scheduler_generation
-    want = int(threads) if threads is not None else 0  # 0 = HiGHS decides
+def _threads_option(threads: int | None) -> int:
+    """The ``threads`` option value for ``threads`` (``None``: 0, HiGHS decides). More
+    threads than the cores available are capped (HiGHS aborts the process when it cannot
+    create them)."""
+    want = int(threads) if threads is not None else 0
     cores = available_cores()
     if want > cores:
         log.warning("threads=%d capped at the %d cores available", want, cores)
         want = cores
-    with _SCHEDULER_LOCK:
-        if _scheduler_threads is not None and want != _scheduler_threads:
-            h.resetGlobalScheduler(True)
-            _scheduler_generation += 1
-        _scheduler_threads = want
     return want
+
+
+def _fit_scheduler(h: Any) -> None:
+    """Make the calling thread's HiGHS scheduler fit ``h``'s ``threads`` option; call it
+    on the thread about to run ``h``.
+
+    HiGHS keeps one task scheduler *per thread* (a ``thread_local`` executor, created
+    with the ``threads`` of the first run on that thread) and refuses a run whose
+    ``threads`` differs from it (``kError``: "global scheduler has already been
+    initialized"); ``resetGlobalScheduler`` disposes of the calling thread's scheduler
+    only. So a thread whose count changes resets its own scheduler before the run, and
+    no other thread's runs are affected: the main thread's small LPs stay on the main
+    thread (:data:`DIRECT_MAX_NONZEROS`) and the worker keeps its thread. A change of
+    count is recorded per thread: two pool threads with different counts do not reset
+    each other's. A thread's first run resets too (a no-op without a scheduler): one the
+    program's own HiGHS runs made there, with a count hetopt cannot read, is replaced."""
+    got = h.getOptionValue("threads")
+    want = int(got[1] if isinstance(got, tuple) else got)
+    if getattr(_executor, "threads", None) != want:
+        h.resetGlobalScheduler(True)
+        _executor.threads = want
 
 
 def _constraint_named(model: pyo.ConcreteModel, message: str) -> Any:

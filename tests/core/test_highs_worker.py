@@ -1,6 +1,7 @@
 """HiGHS runs of the main thread go to one long-lived worker thread (not a new thread per
-run); a reset of HiGHS's global scheduler or an ended thread gets a new worker. Small LPs
-run on the main thread itself."""
+run); an ended thread gets a new worker. Small LPs run on the main thread itself. HiGHS
+keeps a task scheduler per thread: a change of ``threads`` resets the running thread's own
+(keeping the worker, and small LPs on the main thread), never another thread's."""
 
 from __future__ import annotations
 
@@ -34,22 +35,70 @@ def test_runs_reuse_one_worker_thread() -> None:
     assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
 
 
-def test_a_scheduler_reset_or_a_dead_thread_gets_a_new_worker() -> None:
+def test_a_dead_thread_gets_a_new_worker() -> None:
     h = _tiny()
     H._run(h)
     first = H._worker
     assert first is not None
-    H._claim_scheduler(h, 1)
-    H._claim_scheduler(h, None)  # 1 -> 0 (HiGHS decides): a change of count resets
-    H._run(h)
-    second = H._worker
-    assert second is not None and second is not first
+    first.put(None)
     first.thread.join(timeout=10)
-    assert not first.thread.is_alive()  # told to end
-    second.put(None)
-    second.thread.join(timeout=10)
+    assert not first.thread.is_alive()
     assert H._run(h) == highspy.HighsStatus.kOk
-    assert H._worker is not second
+    assert H._worker is not first
+
+
+def _threads(h: highspy.Highs, n: int) -> highspy.Highs:
+    assert h.setOptionValue("threads", n) == highspy.HighsStatus.kOk
+    return h
+
+
+def test_a_change_of_threads_keeps_the_worker_and_runs() -> None:
+    """The worker resets its own scheduler when the count changes (HiGHS refuses a run
+    whose ``threads`` differs from its thread's scheduler: kError)."""
+    h = _tiny()
+    assert H._run(_threads(h, 1)) == highspy.HighsStatus.kOk
+    worker = H._worker
+    for n in (2, 1, 0, 2):  # (2: at most the cores of CI's machine)
+        if n > H.available_cores():
+            continue
+        assert H._run(_threads(h, n)) == highspy.HighsStatus.kOk, n
+        assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+        assert H._worker is worker
+
+
+def test_pool_threads_with_different_counts_do_not_break_each_other() -> None:
+    """Thread A solves with 2 threads, thread B with 1, then A with 1: A's scheduler is A's
+    own (B's change of count reset nothing there). A process-wide record of the count
+    (before) skipped A's reset, and A's solve ended with status ``error``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if H.available_cores() < 2:
+        pytest.skip("needs 2 cores for threads=2")
+
+    def solve(n: int) -> hetopt.Status:
+        return hetopt.solve(EXAMPLE, options=hetopt.SolveOptions(threads=n)).status
+
+    with ThreadPoolExecutor(1) as a, ThreadPoolExecutor(1) as b:
+        assert a.submit(solve, 2).result() == hetopt.Status.OPTIMAL
+        assert b.submit(solve, 1).result() == hetopt.Status.OPTIMAL
+        assert a.submit(solve, 1).result() == hetopt.Status.OPTIMAL
+        assert b.submit(solve, 2).result() == hetopt.Status.OPTIMAL
+
+
+def test_a_scheduler_the_program_made_on_the_thread_is_replaced() -> None:
+    """The program ran highspy itself with 2 threads on this (pool) thread first; a solve
+    with ``threads=1`` there ended with status ``error`` before."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if H.available_cores() < 2:
+        pytest.skip("needs 2 cores for threads=2")
+
+    def both() -> tuple[Any, hetopt.Status]:
+        own = _threads(_tiny(), 2).run()
+        return own, hetopt.solve(EXAMPLE, options=hetopt.SolveOptions(threads=1)).status
+
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(both).result() == (highspy.HighsStatus.kOk, hetopt.Status.OPTIMAL)
 
 
 # ------------------------------------------------------------------ small LPs: no hand-off
@@ -61,10 +110,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "instances" / "gpu_cluster" / "e
 
 
 @pytest.fixture
-def solver_log(highs_log: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    # (an earlier test's scheduler reset would have handed this thread's runs to the
-    # worker for good: start as a process that never reset)
-    monkeypatch.setattr(H, "_direct_generation", None)
+def solver_log(highs_log: Any) -> Any:
     return highs_log
 
 
@@ -124,14 +170,17 @@ def test_a_programs_own_sigint_handler_stays_in_place(solver_log: Any) -> None:
     assert res.status == hetopt.Status.OPTIMAL and not H.interrupted()
 
 
-def test_after_a_scheduler_reset_the_main_thread_hands_runs_to_the_worker(
+def test_after_a_change_of_threads_small_lps_stay_on_the_main_thread(
     solver_log: Any,
 ) -> None:
-    hetopt.solve(EXAMPLE, options=hetopt.SolveOptions(threads=1))
-    assert set(solver_log.names) == {"MainThread"}
-    solver_log.names.clear()
-    hetopt.solve(EXAMPLE, options=hetopt.SolveOptions(threads=None))  # 1 -> 0: a reset
-    assert set(solver_log.names) == {"highs-run"}
+    """A change of count resets the main thread's own scheduler; its small LPs kept going
+    to the worker for the rest of the process before (0.5-0.9 ms a run: a scheduler loop
+    after one solve with other threads paid it every round)."""
+    for threads in (1, None, 1):  # 1 -> 0 (HiGHS decides) -> 1: each a reset
+        res = hetopt.solve(EXAMPLE, options=hetopt.SolveOptions(threads=threads))
+        assert res.status == hetopt.Status.OPTIMAL and res.verification.ok
+        assert set(solver_log.names) == {"MainThread"}, threads
+        solver_log.names.clear()
 
 
 def test_a_ctrl_c_as_the_wait_for_the_run_returns_does_not_hang(
