@@ -724,15 +724,27 @@ def _message(exc: ValidationError) -> tuple[str, str]:
         elif etype == "missing":
             msg = "required field is missing"
         elif "input" in first and etype not in ("value_error",):
-            shown = repr(first["input"])
-            if len(shown) > 60:
-                shown = shown[:57] + "..."
-            msg = f"{msg}, got {shown}"
+            msg = f"{msg}, got {_shown(first['input'])}"
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
     if len(errors) > 1:
         msg += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
     return sub, msg
+
+
+def _shown(value: Any) -> str:
+    """``value`` as an error message shows it: its repr, cut at 60 characters; a value
+    whose repr takes several lines (a pandas ``Series``, a large array) by its type and
+    length (``a pandas Series of 1000 values``), so the message stays one line."""
+    shown = repr(value)
+    if "\n" in shown:
+        cls = type(value)
+        name = f"{cls.__module__.split('.')[0]} {cls.__name__}"
+        try:
+            return f"a {name} of {len(value)} values"
+        except TypeError:
+            return f"a {name}"
+    return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
 class FileProblem(ValueError):

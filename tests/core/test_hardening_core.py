@@ -116,6 +116,23 @@ def test_python_api_deep_and_huge_values_are_instance_errors() -> None:
         hetopt.solve(data)
 
 
+def test_a_value_of_many_lines_is_named_by_its_type_in_one_line() -> None:
+    """A pandas Series given for a list of records: its repr took several lines of the
+    message (``got 0    0.0\\n1    1.0 ...``)."""
+    import numpy as np
+    import pandas as pd
+
+    data = {"kind": "client_selection", "round_deadline_s": 300}
+    for value, shown in (
+        (pd.Series(np.arange(1000.0)), "got a pandas Series of 1000 values"),
+        (np.ones((3, 3)), "got a numpy ndarray of 3 values"),
+        (np.arange(5), "got array([0, 1, 2, 3, 4])"),  # (one line: shown as it is)
+    ):
+        with pytest.raises(hetopt.InstanceError) as caught:
+            hetopt.solve({**data, "clients": value})
+        one_line(str(caught.value), "clients: Input should be a valid list", shown)
+
+
 # ------------------------------------------------------------------ silent fixes
 def test_empty_objective_is_an_error_not_the_default(tmp_path: Path) -> None:
     data = json.loads(EXAMPLE.read_text())
