@@ -676,6 +676,16 @@ def fail(field: str, message: str) -> ValueError:
     return ValueError(f"{_FIELD_MARK}{field}{_FIELD_MARK}{message}")
 
 
+def failure_to_instance_error(exc: ValueError, source: str | None = None) -> InstanceError:
+    """The :class:`InstanceError` of a :func:`fail` error raised outside pydantic (its
+    field path and message); another ``ValueError`` is re-raised."""
+    text = str(exc)
+    if not text.startswith(_FIELD_MARK):
+        raise exc
+    _, field, message = text.split(_FIELD_MARK, 2)
+    return InstanceError(message, field or None, source)
+
+
 def _loc_to_path(loc: Iterable[Any]) -> str:
     out = ""
     for part in loc:
@@ -700,8 +710,15 @@ def validation_to_instance_error(exc: ValidationError, source: str | None) -> In
         if loc and err.field:
             err = InstanceError(err.message, f"{loc}.{err.field}", err.source)
         return err
-    path = _loc_to_path(first.get("loc", ()))
+    loc = tuple(first.get("loc", ()))
+    key = ""
+    if len(loc) >= 2 and loc[-1] == "[key]":
+        # a mapping's key itself is invalid (pydantic's location: the key, then "[key]"):
+        # the mapping's path, and which key, not "workers[5].[key]"
+        key, loc = f"key {loc[-2]!r}: ", loc[:-2]
+    path = _loc_to_path(loc)
     sub, msg = _message(exc)
+    msg = key + msg
     if sub:
         path = f"{path}.{sub}" if path else sub
     return InstanceError(msg, path or None, source)

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from ...contract import Built
 from ...errors import InstanceError, UsageError
-from ...instance import validation_to_instance_error
+from ...instance import _lenient, failure_to_instance_error, validation_to_instance_error
 from ...options import SolveOptions
 from .data import ClusterArrays, GpuClusterInstance, GpuJob
 from .formulations import agnostic_throughputs, job_groups
@@ -147,6 +147,36 @@ def _job_problem(i: int, job: GpuJob, workers: Mapping[str, int], instance: Any)
 _SLICED = 64
 """Removed jobs up to which :func:`_kept` copies the kept runs of a list slice by
 slice (more: one pass with :func:`itertools.compress`)."""
+
+
+def _job_records(jobs: Any) -> list[Any]:
+    """:meth:`PersistentPolicy.add_jobs`' argument as a list of records: columns are
+    validated column-wise into records (errors naming ``jobs[i].field``); one record
+    given alone (a mapping with an ``id`` string) is a :class:`UsageError`, not its keys
+    taken for records."""
+    from ...columns import is_columnar, records_from_columns
+
+    if isinstance(jobs, str | bytes):
+        raise UsageError(f"add_jobs: expected a list of job records, got the string {jobs!r}")
+    if isinstance(jobs, Mapping) and isinstance(jobs.get("id"), str):
+        raise UsageError(
+            f"add_jobs: expected a list of job records (or columns), got one record "
+            f"(id {jobs['id']!r}): pass [record]"
+        )
+    if is_columnar(jobs):
+        try:
+            return records_from_columns(GpuJob, "jobs", jobs)[0]
+        except ValueError as exc:
+            raise failure_to_instance_error(exc) from None
+    return list(jobs)
+
+
+def _id_list(ids: Any, what: str) -> list[Any]:
+    """Job ids given to ``what`` as a list (one string alone is a :class:`UsageError`,
+    not its characters taken for ids)."""
+    if isinstance(ids, str | bytes):
+        raise UsageError(f"{what}: expected a list of job ids, got the string {ids!r}: pass [id]")
+    return list(ids)
 
 
 def _kept(items: list[Any], keep: np.ndarray) -> list[Any]:
@@ -695,7 +725,8 @@ class PersistentPolicy:
         use it once :meth:`add_jobs` or :meth:`update_jobs` give them a throughput
         there)."""
         try:
-            given = _WORKERS.validate_python(dict(workers))
+            # (numpy integers and integral floats as the instance's workers take them)
+            given = _lenient(_WORKERS.validate_python, dict(workers))
         except ValidationError as exc:
             err = validation_to_instance_error(exc, None)
             field = f"workers.{err.field}" if err.field else "workers"
@@ -769,13 +800,15 @@ class PersistentPolicy:
             h.changeCoeff(int(self._value_row[g]), self._zcol, -float(zc[g]))
         self._zcoef = zc
 
-    def add_jobs(self, jobs: Sequence[Mapping[str, Any] | GpuJob]) -> None:
+    def add_jobs(self, jobs: Sequence[Mapping[str, Any] | GpuJob] | Any) -> None:
         """Add jobs (records as in an instance file, or
-        :class:`~hetopt.kinds.gpu_cluster.GpuJob` objects), at
-        the end of :attr:`instance`'s job list. A job identical to the jobs of a group
-        joins it (its capacity coefficients change); others make new groups."""
+        :class:`~hetopt.kinds.gpu_cluster.GpuJob` objects, or columns: a pandas
+        ``DataFrame`` or a mapping of equal-length arrays, as :func:`hetopt.solve` takes
+        them), at the end of :attr:`instance`'s job list. A job identical to the jobs of a
+        group joins it (its capacity coefficients change); others make new groups."""
+        records = _job_records(jobs)
         try:
-            batch = _NewJobs.model_validate({"jobs": list(jobs)}).jobs
+            batch = _NewJobs.model_validate({"jobs": records}).jobs
         except ValidationError as exc:
             raise validation_to_instance_error(exc, None) from None
         if not batch:
@@ -906,7 +939,7 @@ class PersistentPolicy:
     def remove_jobs(self, ids: Iterable[str]) -> None:
         """Remove the jobs with these ids (each must be in :attr:`instance`). A group
         keeps its rows while it has jobs (its capacity coefficients change)."""
-        ids = list(ids)
+        ids = _id_list(ids, "remove_jobs")
         if not ids:
             return
         idx = np.unique(self._positions(ids, "remove_jobs", "no job removed"))
@@ -962,7 +995,7 @@ class PersistentPolicy:
         ``ids`` (one value per id); the changed records are validated as new ones. A
         job that is no longer like its group's others moves to the group it is now
         like (or a new one); the only job of a group has its rows rewritten."""
-        ids = list(ids)
+        ids = _id_list(ids, "update_jobs")
         inst = self.instance
         old = inst.arrays
         changes: dict[str, Sequence[Any]] = {}

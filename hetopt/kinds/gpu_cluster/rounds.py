@@ -118,6 +118,35 @@ def _members(unit: Unit) -> tuple[str, ...]:
     return unit if isinstance(unit, tuple) else (unit,)
 
 
+def _whole(value: Any, field: str, minimum: int) -> int:
+    """``value`` as a count (an int, a numpy integer or a float with no fraction, as an
+    instance's counts take them), refused with an :class:`InstanceError` naming
+    ``field`` otherwise: ``int()`` would have cut 2.5 to 2 and taken ``True`` for 1."""
+    ok = isinstance(value, int | np.integer | float | np.floating) and not isinstance(
+        value, bool | np.bool_
+    )
+    if ok and isinstance(value, float | np.floating):
+        ok = math.isfinite(value) and float(value).is_integer()
+    if not ok:
+        raise InstanceError(f"expected a whole number >= {minimum}, got {value!r}", field)
+    n = int(value)
+    if n < minimum:
+        raise InstanceError(f"must be >= {minimum}, got {n}", field)
+    return n
+
+
+def _rate(value: Any, field: str) -> float:
+    """``value`` as a throughput: a finite number >= 0 (an :class:`InstanceError` naming
+    ``field`` otherwise)."""
+    ok = isinstance(value, int | float | np.integer | np.floating) and not isinstance(
+        value, bool | np.bool_
+    )
+    rate = float(value) if ok else math.nan
+    if not (math.isfinite(rate) and rate >= 0):
+        raise InstanceError(f"expected a finite number of steps/s >= 0, got {value!r}", field)
+    return rate
+
+
 class RoundScheduler:
     """Turns an allocation into per-round placements and tracks received time.
 
@@ -221,21 +250,19 @@ class RoundScheduler:
         """hetopt: units moved to a faster type this round, and the type they are
         charged on."""
         for j, s in (scale_factors or {}).items():
-            self.add_job(str(j), int(s), (throughputs or {}).get(j), now=0.0)
+            self.add_job(str(j), s, (throughputs or {}).get(j), now=0.0)
         if allocation is not None:
             self.set_allocation(allocation, now=0.0)
 
     # ------------------------------------------------------------------ cluster
     def _set_cluster(self, workers: Mapping[str, int], gps: Mapping[str, int]) -> None:
-        self.workers = {str(t): int(n) for t, n in workers.items()}
-        for t, n in self.workers.items():
-            if n < 0:
-                raise InstanceError("must be >= 0", f"workers.{t}")
+        # (every value checked before any is kept: a refused change leaves the cluster)
+        counts = {str(t): _whole(n, f"workers.{t}", 0) for t, n in workers.items()}
         for t, g in gps.items():
-            if t not in self.workers:
+            if t not in counts:
                 raise InstanceError(f"unknown worker type {t!r}", f"gpus_per_server.{t}")
-            if int(g) < 1:
-                raise InstanceError("must be >= 1", f"gpus_per_server.{t}")
+            _whole(g, f"gpus_per_server.{t}", 1)
+        self.workers = counts
         self.types = [t for t in self.workers]
         # servers[t] = list of server sizes; worker ids run type by type, server by server
         self.servers: dict[str, list[int]] = {}
@@ -265,7 +292,7 @@ class RoundScheduler:
                 raise InstanceError(
                     f"unknown worker type {t!r}; the cluster has: {', '.join(new)}", f"workers.{t}"
                 )
-            new[t] = int(n)
+            new[t] = _whole(n, f"workers.{t}", 0)
         gps = {**self._gps, **dict(gpus_per_server or {})}
         old = dict(self.servers)
         self._set_cluster(new, gps)
@@ -303,11 +330,13 @@ class RoundScheduler:
         job = str(job)
         if job in self.scale:
             raise InstanceError(f"job {job!r} is already present", "add_job")
-        if int(scale_factor) < 1:
-            raise InstanceError("must be >= 1", f"scale_factors.{job}")
-        self.scale[job] = int(scale_factor)
+        scale = _whole(scale_factor, f"scale_factors.{job}", 1)
+        thr = None
         if throughputs is not None:
-            self._thr[job] = {str(t): float(v) for t, v in throughputs.items()}
+            thr = {str(t): _rate(v, f"throughputs.{job}.{t}") for t, v in throughputs.items()}
+        self.scale[job] = scale
+        if thr is not None:
+            self._thr[job] = thr
         self._can[job] = self._runnable(job)
         self._added_s[job] = self.now if now is None else float(now)
         self._job_time[job] = {t: self.round_s / 2.0 for t in self.types}

@@ -184,6 +184,69 @@ def test_unknown_ids_are_clear_errors() -> None:
     _cold_check(policy, policy.solve())
 
 
+def test_one_string_or_one_record_is_a_usage_error_not_its_parts() -> None:
+    """A string was taken for its characters (``remove_jobs("job-1")``: "unknown job id
+    'j'"), one record for its keys (``add_jobs(record)``: "jobs[0]: ... got 'id'")."""
+    inst = generate(10, "k80=4,v100=4", seed=1)
+    policy = PersistentPolicy(inst, "max_min_fairness", OPTS)
+    one = inst.jobs[0].id
+    for call in (policy.remove_jobs, lambda ids: policy.update_jobs(ids, weight=[2.0])):
+        with pytest.raises(
+            UsageError, match=rf"expected a list of job ids, got the string '{one}'"
+        ):
+            call(one)
+    record = {"id": "new", "throughput": {"v100": 1.0}}
+    with pytest.raises(UsageError, match=r"got one record \(id 'new'\): pass \[record\]"):
+        policy.add_jobs(record)
+    with pytest.raises(UsageError, match="got the string 'new'"):
+        policy.add_jobs("new")
+    assert policy.num_jobs == 10
+    _cold_check(policy, policy.solve())
+
+
+@pytest.mark.parametrize("objective", ["max_min_fairness", "makespan"])
+def test_add_jobs_takes_columns_as_records(objective: str) -> None:
+    """A DataFrame or a mapping of columns adds the same jobs as their records, and a bad
+    value names ``jobs[i].field`` as the records path does."""
+    import pandas as pd
+
+    records = generate(30, "k80=4,p100=4,v100=4", seed=3).to_dict()["jobs"]
+    start = GpuClusterInstance.from_dict(
+        {"workers": {"k80": 4, "p100": 4, "v100": 4}, "jobs": records[:20]}
+    )
+    by_columns = PersistentPolicy(start, objective, OPTS)
+    by_records = PersistentPolicy(start, objective, OPTS)
+    by_columns.add_jobs(pd.DataFrame(records[20:25]))
+    by_columns.add_jobs({k: [r[k] for r in records[25:]] for k in records[25]})
+    by_records.add_jobs(records[20:])
+    a, b = by_columns.solve(), by_records.solve()
+    assert a.objective_value == b.objective_value
+    assert a.tables["allocation"].equals(b.tables["allocation"])
+    assert by_columns.instance.jobs == by_records.instance.jobs
+    _cold_check(by_columns, a)
+    bad = pd.DataFrame([{**records[0], "id": "y0"}, {**records[1], "id": "y1", "scale_factor": 0}])
+    with pytest.raises(InstanceError) as err:
+        by_columns.add_jobs(bad)
+    assert err.value.field == "jobs[1].scale_factor"
+    assert by_columns.num_jobs == 30
+
+
+def test_update_workers_takes_numpy_integers() -> None:
+    """As the instance's ``workers`` do (issue 20: numpy integers are integers)."""
+    inst = generate(10, "k80=4,v100=4", seed=1)
+    policy = PersistentPolicy(inst, "max_min_fairness", OPTS)
+    policy.update_workers({"v100": np.int64(6), "k80": 5.0})  # type: ignore[dict-item]
+    assert policy.instance.workers == {"k80": 5, "v100": 6}
+    assert all(type(v) is int for v in policy.instance.workers.values())
+    _cold_check(policy, policy.solve())
+    with pytest.raises(InstanceError) as err:
+        policy.update_workers({5: 3})  # type: ignore[dict-item]
+    assert (err.value.field, str(err.value).split(": ", 1)[1]) == (
+        "workers",
+        "key 5: Input should be a valid string, got 5",
+    )
+
+
 def _pool(style: str, n: int, seed: int) -> list[dict]:
     """Job records: ``gavel`` as generated (many identical jobs: same model, scale
     factor and weight; steps from two values, so makespan has groups too) or

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -86,6 +88,48 @@ def test_bad_input() -> None:
     with pytest.raises(InstanceError, match="gpus_per_server"):
         RoundScheduler({"a": 2}, {"j": 1}, {"j": {"a": 1.0}}, gpus_per_server={"a": 0})
     assert np.isfinite(RoundScheduler({"a": 2}, {"j": 1}, {"j": {"a": 1.0}}).round_s)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field", "message"),
+    [
+        ({"workers": {"a": 2.5}}, "workers.a", "expected a whole number >= 0, got 2.5"),
+        ({"workers": {"a": True}}, "workers.a", "expected a whole number >= 0, got True"),
+        ({"workers": {"a": -1}}, "workers.a", "must be >= 0, got -1"),
+        ({"scale_factors": {"j": 1.5}}, "scale_factors.j", "whole number >= 1, got 1.5"),
+        ({"scale_factors": {"j": 0}}, "scale_factors.j", "must be >= 1, got 0"),
+        ({"gpus_per_server": {"a": 1.5}}, "gpus_per_server.a", "whole number >= 1, got 1.5"),
+        ({"throughputs": {"j": {"a": float("nan")}}}, "throughputs.j.a", "got nan"),
+        ({"throughputs": {"j": {"a": -1.0}}}, "throughputs.j.a", "steps/s >= 0, got -1.0"),
+        ({"throughputs": {"j": {"a": "3"}}}, "throughputs.j.a", "got '3'"),
+    ],
+)
+def test_counts_and_rates_are_checked_not_cut(
+    kwargs: dict[str, Any], field: str, message: str
+) -> None:
+    """``int()`` cut 2.5 GPUs to 2 and a scale factor of 1.5 to 1, took True for 1, and NaN
+    or negative throughputs went through."""
+    args: dict[str, Any] = {"workers": {"a": 4}, "scale_factors": {"j": 1}, **kwargs}
+    with pytest.raises(InstanceError) as err:
+        RoundScheduler(**args)
+    assert err.value.field == field and message in str(err.value)
+
+
+def test_counts_take_numpy_integers_and_whole_floats() -> None:
+    rs = RoundScheduler({"a": np.int64(4), "b": 2.0}, {"j": np.int32(2), "k": 1.0})
+    assert rs.workers == {"a": 4, "b": 2} and rs.scale == {"j": 2, "k": 1}
+    assert all(type(v) is int for v in (*rs.workers.values(), *rs.scale.values()))
+
+
+def test_a_refused_cluster_change_changes_nothing() -> None:
+    """The counts were kept before ``gpus_per_server`` was refused: workers said 6 GPUs
+    on servers that still held 4."""
+    rs = RoundScheduler({"a": 4, "b": 4}, {"j": 1}, gpus_per_server={"a": 2})
+    before = (dict(rs.workers), {t: list(v) for t, v in rs.servers.items()})
+    for workers, gps in (({"a": 6}, {"b": 0}), ({"a": 2.5}, None), ({"a": -2}, None)):
+        with pytest.raises(InstanceError):
+            rs.update_workers(workers, gps)
+        assert (rs.workers, rs.servers) == before
 
 
 # ----------------------------------------------------------------- issue 18
