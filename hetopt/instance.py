@@ -710,13 +710,13 @@ def validation_to_instance_error(exc: ValidationError, source: str | None) -> In
         if loc and err.field:
             err = InstanceError(err.message, f"{loc}.{err.field}", err.source)
         return err
-    loc = tuple(first.get("loc", ()))
+    where = tuple(first.get("loc", ()))
     key = ""
-    if len(loc) >= 2 and loc[-1] == "[key]":
+    if len(where) >= 2 and where[-1] == "[key]":
         # a mapping's key itself is invalid (pydantic's location: the key, then "[key]"):
         # the mapping's path, and which key, not "workers[5].[key]"
-        key, loc = f"key {loc[-2]!r}: ", loc[:-2]
-    path = _loc_to_path(loc)
+        key, where = f"key {where[-2]!r}: ", where[:-2]
+    path = _loc_to_path(where)
     sub, msg = _message(exc)
     msg = key + msg
     if sub:
