@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+import numbers
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from ...errors import InstanceError
+from ...instance import MAX_ABS
 from ...options import SolveOptions
 from ...result import Result, Verification
 from .._shared.choice import CHOICE_DETAIL, Choice, chosen
@@ -249,15 +251,21 @@ def replan(
     for t, d in (delays or {}).items():
         if t not in planned:
             raise UsageError(f"delays: no task {t!r} in the previous schedule")
-        if not (isinstance(d, int | float) and math.isfinite(d) and d >= 0):
-            raise UsageError(f"delays[{t!r}]: must be a number >= 0, got {d!r}")
+        if isinstance(d, bool) or not (
+            isinstance(d, numbers.Real) and math.isfinite(d) and 0 <= d <= MAX_ABS
+        ):
+            raise UsageError(
+                f"delays[{t!r}]: must be a number of seconds from 0 to {MAX_ABS:g}, got {d!r}"
+            )
         agent, start = planned[t]
         if start < now_s:
             fixed[t] = (agent, start + float(d))
         else:
             later[t] = start + float(d)
     for t, v in (overrides or {}).items():
-        fixed[t] = (str(v[0]), float(v[1]))
+        if isinstance(v, str | bytes) or not (isinstance(v, Sequence) and len(v) == 2):
+            raise UsageError(f"overrides[{t!r}]: expected (agent, start_s), got {v!r}")
+        fixed[t] = (v[0], v[1])  # (checked with the other fixed starts by the solve)
     if later:
         data = instance.to_dict()
         for task in data["tasks"]:

@@ -53,8 +53,39 @@ def test_bad_delays_name_the_task() -> None:
     with pytest.raises(hetopt.UsageError, match="no task 'nope'"):
         replan(inst, first, 1.0, delays={"nope": 1.0})
     task = str(first.schedule["task"].iloc[0])
-    with pytest.raises(hetopt.UsageError, match=">= 0"):
+    with pytest.raises(hetopt.UsageError, match="from 0 to 1e"):
         replan(inst, first, 1.0, delays={task: -1.0})
+
+
+@pytest.mark.parametrize("delay", [True, 1e300, float("nan"), "3", -1])
+def test_a_delay_that_is_no_time_is_refused(delay: object) -> None:
+    """``True`` was a delay of 1 s, and 1e300 s made the re-plan "infeasible"."""
+    first = hetopt.solve(SMALL, "makespan")
+    task = str(first.schedule["task"].iloc[0])
+    with pytest.raises(
+        hetopt.UsageError, match=rf"delays\['{task}'\]: must be a number of seconds"
+    ):
+        replan(first, 1.0, delays={task: delay})
+
+
+def test_numpy_delays_are_numbers() -> None:
+    import numpy as np
+
+    first = hetopt.solve(SMALL, "makespan")
+    task = str(first.schedule["task"].iloc[-1])
+    a = replan(first, 0.0, delays={task: np.int64(5)})
+    b = replan(first, 0.0, delays={task: 5.0})
+    assert a.objective_value == b.objective_value and a.ok
+
+
+@pytest.mark.parametrize("override", [3.0, "h1", ("h1", 1.0, 2)])
+def test_an_override_that_is_no_agent_and_start_is_a_usage_error(override: object) -> None:
+    """A float for ``(agent, start_s)`` raised ``TypeError: 'float' object is not
+    subscriptable``."""
+    first = hetopt.solve(SMALL, "makespan")
+    task = str(first.schedule["task"].iloc[0])
+    with pytest.raises(hetopt.UsageError, match=r"expected \(agent, start_s\)"):
+        replan(first, 5.0, overrides={task: override})
 
 
 # ------------------------------------------------ result-first form (issue 20)
