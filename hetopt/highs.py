@@ -812,12 +812,12 @@ def _run_here(h: Any) -> Any:
     try:
         previous = signal.signal(signal.SIGINT, _note_interrupt)
     except ValueError:  # pragma: no cover - not the main interpreter's main thread
-        return h.run()
+        return _fitted_run(h)
     if previous is not signal.default_int_handler:
         signal.signal(signal.SIGINT, previous)
-        return h.run()
+        return _fitted_run(h)
     try:
-        return h.run()
+        return _fitted_run(h)
     finally:
         signal.signal(signal.SIGINT, previous)
 
@@ -865,7 +865,7 @@ def _run_waiting(h: Any, direct: bool = False, hooks: _Hooks | None = None) -> A
     if threading.current_thread() is not threading.main_thread():
         collector.resume()  # (no validation is deferred off the main thread: hetopt.api)
         _fit_scheduler(h)
-        return h.run()
+        return _fitted_run(h)
     # (with a validation due, even a small LP goes to the worker: it runs beside)
     if direct and not deferred.due():
         _fit_scheduler(h)
@@ -888,7 +888,7 @@ def _run_waiting(h: Any, direct: bool = False, hooks: _Hooks | None = None) -> A
             _fit_scheduler(h)  # (the worker's own HiGHS scheduler)
             entered.append(True)
             started.release()
-            box.append(h.run())
+            box.append(_fitted_run(h))
         except BaseException as exc:  # pragma: no cover - HiGHS raised
             failure.append(exc)
         finally:
@@ -992,12 +992,27 @@ def _fit_scheduler(h: Any) -> None:
     thread (:data:`DIRECT_MAX_NONZEROS`) and the worker keeps its thread. A change of
     count is recorded per thread: two pool threads with different counts do not reset
     each other's. A thread's first run resets too (a no-op without a scheduler): one the
-    program's own HiGHS runs made there, with a count hetopt cannot read, is replaced."""
+    program's own HiGHS runs made there, with a count hetopt cannot read, is replaced;
+    a scheduler the program changed later is caught by :func:`_fitted_run`. A program
+    that runs highspy itself with an explicit ``threads`` on a thread where hetopt ran
+    with another count resets the scheduler first, as HiGHS requires."""
     got = h.getOptionValue("threads")
     want = int(got[1] if isinstance(got, tuple) else got)
     if getattr(_executor, "threads", None) != want:
         h.resetGlobalScheduler(True)
         _executor.threads = want
+
+
+def _fitted_run(h: Any) -> Any:
+    """``h.run()`` on a thread :func:`_fit_scheduler` prepared; once more after a reset of
+    the thread's scheduler when HiGHS refused to start (``kError``, model status not
+    set): the program changed the thread's scheduler behind hetopt's record (its own
+    highspy runs with another ``threads``, or a reset), and the solve is not lost to it."""
+    status = h.run()
+    if status == highspy.HighsStatus.kError and h.getModelStatus() == _MS.kNotset:
+        h.resetGlobalScheduler(True)
+        status = h.run()
+    return status
 
 
 def _constraint_named(model: pyo.ConcreteModel, message: str) -> Any:

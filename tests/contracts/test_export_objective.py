@@ -42,6 +42,9 @@ def _solve_file(path: Path) -> tuple[str, float]:
     h.setOptionValue("threads", 1)
     h.setOptionValue("time_limit", 60.0)
     assert h.readModel(str(path)) == highspy.HighsStatus.kOk
+    # HiGHS's rule for a thread's own runs with another ``threads`` than the thread's
+    # scheduler has (hetopt may have run here with more): reset it first
+    highspy.Highs.resetGlobalScheduler(True)
     h.run()
     status = h.modelStatusToString(h.getModelStatus())
     return status, h.getInfo().objective_function_value

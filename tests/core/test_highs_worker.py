@@ -101,6 +101,28 @@ def test_a_scheduler_the_program_made_on_the_thread_is_replaced() -> None:
         assert pool.submit(both).result() == (highspy.HighsStatus.kOk, hetopt.Status.OPTIMAL)
 
 
+def test_a_scheduler_the_program_changed_behind_hetopts_record_is_replaced() -> None:
+    """hetopt ran with 1 thread here; the program then reset the scheduler and ran
+    highspy with 2. hetopt's record still says 1: HiGHS refuses its run (kError, model
+    status not set), and the run is tried again after a reset instead of ending
+    ``error``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if H.available_cores() < 2:
+        pytest.skip("needs 2 cores for threads=2")
+
+    def steps() -> list[Any]:
+        opts = hetopt.SolveOptions(threads=1)
+        first = hetopt.solve(EXAMPLE, options=opts).status
+        highspy.Highs.resetGlobalScheduler(True)
+        own = _threads(_tiny(), 2).run()
+        return [first, own, hetopt.solve(EXAMPLE, options=opts).status]
+
+    with ThreadPoolExecutor(1) as pool:
+        got = pool.submit(steps).result()
+    assert got == [hetopt.Status.OPTIMAL, highspy.HighsStatus.kOk, hetopt.Status.OPTIMAL]
+
+
 # ------------------------------------------------------------------ small LPs: no hand-off
 # An LP of at most DIRECT_MAX_NONZEROS entries runs on the main thread itself (the hand-off
 # to the worker and back cost more than such a run); MIPs and larger LPs keep the worker,
