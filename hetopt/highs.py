@@ -915,7 +915,7 @@ def _run_waiting(h: Any, direct: bool = False, hooks: _Hooks | None = None) -> A
                 # before the sample LP at 20,000 x 8, measured)
                 if not entered:
                     started.acquire(timeout=0.05)
-                    if not entered:
+                    if not entered and not ended:  # (ended first: it raised before)
                         continue
                 if held:
                     held = False
@@ -999,7 +999,7 @@ def _fit_scheduler(h: Any) -> None:
     got = h.getOptionValue("threads")
     want = int(got[1] if isinstance(got, tuple) else got)
     if getattr(_executor, "threads", None) != want:
-        h.resetGlobalScheduler(True)
+        highspy.Highs.resetGlobalScheduler(True)  # (static: the calling thread's)
         _executor.threads = want
 
 
@@ -1010,7 +1010,7 @@ def _fitted_run(h: Any) -> Any:
     highspy runs with another ``threads``, or a reset), and the solve is not lost to it."""
     status = h.run()
     if status == highspy.HighsStatus.kError and h.getModelStatus() == _MS.kNotset:
-        h.resetGlobalScheduler(True)
+        highspy.Highs.resetGlobalScheduler(True)
         status = h.run()
     return status
 

@@ -145,6 +145,9 @@ def test_the_held_collection_runs_once_highs_is_inside_its_run(
     real = collector.resume
 
     class Run:
+        def getOptionValue(self, name: str) -> tuple[None, int]:  # noqa: N802 (highspy's)
+            return None, 0  # (threads: HiGHS decides)
+
         def run(self) -> str:
             order.append("run")
             time.sleep(0.05)  # (HiGHS releases the GIL here)
@@ -162,6 +165,39 @@ def test_the_held_collection_runs_once_highs_is_inside_its_run(
         assert highs._run_waiting(Run()) == "ok"
         assert gc.isenabled()  # (resumed inside the run, not at the block's end)
     assert order == ["run", "resume", "run ended"]
+
+
+def test_a_run_that_fails_before_highs_starts_raises_instead_of_hanging() -> None:
+    """The worker raised before it entered HiGHS (here: an object without HiGHS's
+    options): the main thread, holding a collection back, waited for the entry forever
+    (the full suite hung on it once)."""
+    from hetopt import highs
+
+    class Broken:
+        def run(self) -> str:  # pragma: no cover - never reached
+            return "ok"
+
+    result: list[BaseException] = []
+
+    def call() -> None:
+        with collector.paused_until_solver():
+            try:
+                highs._run_waiting(Broken())
+            except AttributeError as exc:
+                result.append(exc)
+
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("the worker serves the main thread")
+    timer = threading.Timer(10.0, lambda: result.append(TimeoutError("hung")))
+    timer.start()
+    try:
+        call()
+    finally:
+        timer.cancel()
+    assert len(result) == 1 and isinstance(result[0], AttributeError), result
+    assert gc.isenabled()
 
 
 def test_solve_leaves_the_collector_on_after_bad_input() -> None:
