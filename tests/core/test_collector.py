@@ -145,7 +145,7 @@ def test_the_held_collection_runs_once_highs_is_inside_its_run(
     real = collector.resume
 
     class Run:
-        def getOptionValue(self, name: str) -> tuple[None, int]:  # noqa: N802 (highspy's)
+        def getOptionValue(self, name: str) -> tuple[None, int]:  # (highspy's name)
             return None, 0  # (threads: HiGHS decides)
 
         def run(self) -> str:
