@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -157,6 +158,33 @@ def test_options_reject_booleans(tmp_path: Path, field: str) -> None:
     code, _, err = run("solve", EXAMPLE, "--options", path)
     assert code == 2, err
     one_line(err, field)
+
+
+@pytest.mark.parametrize(
+    ("field", "given", "kept"),
+    [
+        ("threads", np.int64(1), 1),
+        ("threads", 1.0, 1),
+        ("seed", np.int32(7), 7),
+        ("time_limit_s", np.int64(30), 30),
+        ("time_limit_s", np.float64(2.5), 2.5),
+        ("mip_rel_gap", np.float64(0.01), 0.01),
+    ],
+)
+def test_options_take_numpy_numbers_as_plain_ones(field: str, given: object, kept: object) -> None:
+    """``threads=np.int64(1)`` was refused ("must be a whole number") while
+    ``time_limit_s=np.float64(5)`` passed and stayed a numpy scalar in the options."""
+    value = given
+    options = hetopt.SolveOptions(**{field: value})
+    got = getattr(options, field)
+    assert got == kept and type(got) is type(kept)
+    assert options == hetopt.SolveOptions(**{field: kept})
+
+
+@pytest.mark.parametrize(("field", "value"), [("threads", 1.5), ("seed", -1.0), ("threads", 0)])
+def test_options_refuse_counts_that_are_not_whole(field: str, value: float) -> None:
+    with pytest.raises(hetopt.OptionsError, match=f"{field} must be a whole number"):
+        hetopt.SolveOptions(**{field: value})
 
 
 def test_binary_options_file(tmp_path: Path) -> None:
