@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from .errors import OptionsError
 
@@ -23,7 +23,7 @@ def _real(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return None
     if type(value) in (int, float):
-        return value
+        return cast("float", value)
     item = getattr(value, "item", None)  # (numpy scalars: np.float64 is a float too)
     plain = item() if callable(item) else float(value)
     return plain if isinstance(plain, int | float) and not isinstance(plain, bool) else None
