@@ -327,8 +327,11 @@ class Kind:
                 f"not {type(params).__name__}"
             )
         self.check_params(params)
+        from ..instance import _lenient
+
         try:
-            return self.params_model.model_validate(dict(params))
+            # (numpy scalars and integral floats as the plain values, as in instances)
+            return _lenient(self.params_model.model_validate, dict(params))
         except ValidationError as exc:
             raise UsageError(param_message(exc)) from None
 

@@ -187,6 +187,17 @@ def test_options_refuse_counts_that_are_not_whole(field: str, value: float) -> N
         hetopt.SolveOptions(**{field: value})
 
 
+def test_parameters_take_numpy_scalars_as_plain_values() -> None:
+    """``symmetry=np.False_`` was refused ("must be true or false"); instance fields took
+    numpy scalars already."""
+    plain = hetopt.solve(EXAMPLE, symmetry=False)
+    numpy_ = hetopt.solve(EXAMPLE, symmetry=np.False_)
+    assert numpy_.params == plain.params and type(numpy_.params["symmetry"]) is bool
+    assert numpy_.objective_value == plain.objective_value
+    with pytest.raises(hetopt.UsageError, match="symmetry must be true or false, got 1"):
+        hetopt.solve(EXAMPLE, symmetry=1)
+
+
 def test_binary_options_file(tmp_path: Path) -> None:
     path = tmp_path / "o.toml"
     path.write_bytes(b"\x00\xff\xfe")
