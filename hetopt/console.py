@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from .errors import HetoptError, InstanceError, OptionsError, UsageError
+from .kinds._shared.arguments import MAX_GENERATED  # (also hetopt.console.MAX_GENERATED)
 from .status import Status
 
 if TYPE_CHECKING:
@@ -205,12 +206,6 @@ def write_output(path: Path, text: str, option: str = "--output") -> None:
             raise
     except OSError as exc:
         raise UsageError(f"cannot write {option} {path}: {exc.strerror or exc}") from None
-
-
-MAX_GENERATED = 1_000_000
-"""Most items a ``hetopt generate`` size option (``--jobs``, ``--clients``, ``--tasks``,
-...) draws: a million clients took 44 s, 5.6 GB of memory and a 281 MB file here; without
-a bound ``--jobs 100000000`` kept growing until the machine ran out of memory."""
 
 
 def count_type(min: int = 1) -> click.IntRange:

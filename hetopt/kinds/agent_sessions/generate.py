@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from ...errors import InstanceError
+from .._shared import arguments as check
 from .data import AgentSessionsInstance
 from .tokens import CONTEXT_QUANTILES, GENERATED_QUANTILES, sample
 
@@ -61,15 +62,37 @@ def generate(
         Give every pause this context size (the one-GPU known-answer case).
     arrival_window_s
         Sessions arrive within ``[0, arrival_window_s)`` (default: ``4 x pauses`` s).
+
+    Raises
+    ------
+    UsageError
+        A bad argument, naming the parameter: ``num_sessions`` and ``num_gpus`` must be
+        whole numbers from 1 to ``MAX_GENERATED`` (1,000,000), ``pauses`` one from 0 to
+        that, ``seed`` one >= 0, ``kv_capacity_tokens`` and ``equal_context`` ``None``
+        or whole numbers from 1 to 1e12, ``memory_pressure`` and ``prefill_tokens_s``
+        numbers above 0 (at most 1e12), ``arrival_window_s`` ``None`` or a number from
+        0 to 1e12.
+    InstanceError
+        ``num_sessions`` below 1 (as before), or a ``kv_capacity_tokens`` below the
+        largest context drawn.
     """
-    if num_sessions < 1:
+    given = check.finite(num_sessions)
+    if given is not None and given < 1:  # (the error of before: tests match it)
         raise InstanceError("must be at least 1", "sessions")
-    if num_gpus < 1:
-        raise InstanceError("must be at least 1", "gpus")
-    if pauses < 0:
-        raise InstanceError("must be at least 0", "pauses")
-    if not memory_pressure > 0:
-        raise InstanceError("must be > 0", "memory_pressure")
+    num_sessions = check.count(num_sessions, "num_sessions")
+    num_gpus = check.count(num_gpus, "num_gpus")
+    pauses = check.count(pauses, "pauses", 0)
+    seed = check.seed(seed)
+    if kv_capacity_tokens is not None:
+        kv_capacity_tokens = check.count(
+            kv_capacity_tokens, "kv_capacity_tokens", 1, check.MAX_WHOLE
+        )
+    memory_pressure = check.positive(memory_pressure, "memory_pressure")
+    prefill_tokens_s = check.positive(prefill_tokens_s, "prefill_tokens_s")
+    if equal_context is not None:
+        equal_context = check.count(equal_context, "equal_context", 1, check.MAX_WHOLE)
+    if arrival_window_s is not None:
+        arrival_window_s = check.nonnegative(arrival_window_s, "arrival_window_s")
     rng = np.random.default_rng(seed)
     window = arrival_window_s if arrival_window_s is not None else 4.0 * max(1, pauses)
     sessions = []

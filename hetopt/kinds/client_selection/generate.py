@@ -15,6 +15,10 @@ device traces used by FedScale and Oort (heavy-tailed compute and network speeds
 * group ``g{k}`` uniform over ``groups`` groups (none when ``groups = 0``);
 * times are rounded to ``time_resolution_s`` (0.1 s by default, so Lawler-Moore's DP
   applies exactly after scaling by 10).
+
+A bad argument (a size that is no whole number in its range, a fraction outside [0, 1],
+a time or size that is not a finite positive number, a negative seed, ...) is a
+:class:`~hetopt.UsageError` naming the parameter.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ...errors import InstanceError
+from .._shared import arguments as check
 from .data import ClientSelectionInstance
 
 
@@ -38,7 +42,21 @@ def generate_clients(
     time_resolution_s: float | None = 0.1,
 ) -> dict[str, np.ndarray]:
     """Client attributes as arrays (``ready_s``, ``upload_s``, ``weight``, ``sample_s``,
-    ``group`` (int, -1 none), ``samples`` (clients x classes int))."""
+    ``group`` (int, -1 none), ``samples`` (clients x classes int)).
+
+    ``num_clients``, ``classes`` and ``groups`` are whole numbers from 0 to
+    ``MAX_GENERATED`` (1,000,000), ``alpha`` and ``model_mb`` positive numbers and
+    ``time_resolution_s`` ``None`` or a number from 0 to 1e12 (0 or ``None``: full
+    precision); anything else is a :class:`~hetopt.UsageError` naming the parameter.
+    """
+    where = "generate_clients"
+    num_clients = check.count(num_clients, "num_clients", 0, where=where)
+    classes = check.count(classes, "classes", 0, where=where)
+    alpha = check.positive(alpha, "alpha", where=where)
+    model_mb = check.positive(model_mb, "model_mb", where=where)
+    groups = check.count(groups, "groups", 0, where=where)
+    if time_resolution_s is not None:
+        time_resolution_s = check.nonnegative(time_resolution_s, "time_resolution_s", where=where)
     n = num_clients
     up = rng.lognormal(np.log(5.0), 1.0, n)
     down = 4.0 * up
@@ -88,28 +106,44 @@ def generate(
     Parameters
     ----------
     num_clients
-        Number of clients.
+        Number of clients (a whole number from 1 to ``MAX_GENERATED``, 1,000,000).
     seed
-        Seed of the random generator.
+        Seed of the random generator (a whole number >= 0).
     deadline_s
-        Round deadline.
+        Round deadline (a number above 0, at most 1e12).
     uplink
         ``"shared"`` or ``"parallel"``; parallel instances get a bandwidth budget of
-        ``budget_fraction`` times the sum of every client's need.
+        ``budget_fraction`` (a number from 0 to 1e12) times the sum of every client's
+        need.
     objective, max_clients
-        Recorded in the instance.
+        Recorded in the instance (``max_clients``: ``None`` or a whole number >= 1).
     classes, groups
-        Number of labels and of client groups.
+        Number of labels and of client groups (whole numbers from 0 to 1,000,000).
     target_fraction
-        ``class_targets`` = this fraction of the pool's samples of each class (set when
-        ``objective == "min_duration"``).
+        ``class_targets`` = this fraction (from 0 to 1) of the pool's samples of each
+        class (set when ``objective == "min_duration"``).
     time_resolution_s
-        Round times to multiples of this (``None``: keep full precision).
+        Round times to multiples of this (``None`` or 0: keep full precision).
     model_mb
-        Model update size in MB.
+        Model update size in MB (a number above 0).
+
+    Raises
+    ------
+    UsageError
+        An argument outside the range above, naming the parameter.
     """
-    if num_clients < 1:
-        raise InstanceError("must be at least 1", "num_clients")
+    num_clients = check.count(num_clients, "num_clients")
+    seed = check.seed(seed)
+    deadline_s = check.positive(deadline_s, "deadline_s")
+    if max_clients is not None:
+        max_clients = check.count(max_clients, "max_clients", 1, check.MAX_WHOLE)
+    classes = check.count(classes, "classes", 0)
+    groups = check.count(groups, "groups", 0)
+    budget_fraction = check.nonnegative(budget_fraction, "budget_fraction")
+    target_fraction = check.fraction(target_fraction, "target_fraction")
+    if time_resolution_s is not None:
+        time_resolution_s = check.nonnegative(time_resolution_s, "time_resolution_s")
+    model_mb = check.positive(model_mb, "model_mb")
     rng = np.random.default_rng(seed)
     a = generate_clients(
         num_clients,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import InstanceError
+from .._shared import arguments as check
 from .data import CpuGpuInstance
 
 
@@ -24,15 +25,23 @@ def generate(
     GPU time = CPU time / speed-up; divisible with probability ``divisible_fraction``.
     Times are rounded to 3 decimals. ``slowdown_pairs`` distinct (CPU program, GPU program)
     pairs, drawn uniformly, get factors ``U(1.0, 1.5)`` each, rounded to 2 decimals.
+
+    ``num_programs`` is a whole number from 1 to ``MAX_GENERATED`` (1,000,000),
+    ``num_cpus``, ``num_gpus`` and ``slowdown_pairs`` whole numbers from 0 to that,
+    ``seed`` one >= 0 and ``divisible_fraction`` a number from 0 to 1; anything else is a
+    :class:`~hetopt.UsageError` naming the parameter. No device at all, or more slowdown
+    pairs than ``num_programs * (num_programs - 1)``, is an :class:`~hetopt.InstanceError`.
     """
-    if num_programs < 1:
-        raise InstanceError("must be at least 1", "programs")
-    if num_cpus < 0 or num_gpus < 0 or num_cpus + num_gpus < 1:
+    num_programs = check.count(num_programs, "num_programs")
+    num_cpus = check.count(num_cpus, "num_cpus", 0)
+    num_gpus = check.count(num_gpus, "num_gpus", 0)
+    seed = check.seed(seed)
+    divisible_fraction = check.fraction(divisible_fraction, "divisible_fraction")
+    slowdown_pairs = check.count(slowdown_pairs, "slowdown_pairs", 0)
+    if num_cpus + num_gpus < 1:
         raise InstanceError("need at least one device", "devices")
-    if not 0 <= divisible_fraction <= 1:
-        raise InstanceError("must be in [0, 1]", "divisible_fraction")
     max_pairs = num_programs * (num_programs - 1)
-    if slowdown_pairs < 0 or slowdown_pairs > max_pairs:
+    if slowdown_pairs > max_pairs:
         raise InstanceError(f"must be in [0, {max_pairs}] for {num_programs} programs", "slowdown")
     rng = np.random.default_rng(seed)
     t_cpu = 10 ** rng.uniform(0.0, 2.0, num_programs)
@@ -53,10 +62,12 @@ def generate(
     ]
     slowdown = []
     if slowdown_pairs:
-        cand = [(a, b) for a in range(num_programs) for b in range(num_programs) if a != b]
-        pick = rng.choice(len(cand), size=slowdown_pairs, replace=False)
+        # pair k of the (a, b), a != b, in order (a's row skips b == a), without listing
+        # all num_programs**2 of them
+        pick = rng.choice(max_pairs, size=slowdown_pairs, replace=False)
         for k in sorted(int(x) for x in pick):
-            a, b = cand[k]
+            a, r = divmod(k, num_programs - 1)
+            b = r if r < a else r + 1
             f = np.round(rng.uniform(1.0, 1.5, 2), 2)
             slowdown.append(
                 {

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ...errors import InstanceError, UsageError
+from .._shared import arguments as check
 from .data import GpuClusterInstance
 from .gavel import ThroughputTable, simulation_table
 
@@ -67,7 +68,17 @@ def generate_jobs(
     while larger than the biggest GPU type of the cluster);
     duration ``60 * 10**U(1.5, 3)`` s with probability 0.8, else ``60 * 10**U(3, 4)`` s;
     ``steps = duration * throughput on V100``; a ``priority_fraction`` of jobs get weight 5.
+
+    ``num_jobs`` is a whole number from 0 to ``MAX_GENERATED`` (1,000,000),
+    ``priority_fraction`` a number from 0 to 1 and ``id_offset`` (the first job's id) a
+    whole number >= 0; anything else is a :class:`~hetopt.UsageError` naming the
+    parameter.
     """
+    num_jobs = check.count(num_jobs, "num_jobs", 0, where="generate_jobs")
+    priority_fraction = check.fraction(
+        priority_fraction, "priority_fraction", where="generate_jobs"
+    )
+    id_offset = check.count(id_offset, "id_offset", 0, None, where="generate_jobs")
     table = table or simulation_table()
     worker_types = list(workers)
     missing = [t for t in worker_types if t not in table.worker_types]
@@ -117,9 +128,15 @@ def generate(
     priority_fraction: float = 0.0,
     objective: str | None = None,
 ) -> GpuClusterInstance:
-    """A Gavel-generated ``gpu_cluster`` instance (reproducible for a given seed)."""
-    if num_jobs < 1:
-        raise InstanceError("must be at least 1", "jobs")
+    """A Gavel-generated ``gpu_cluster`` instance (reproducible for a given seed).
+
+    ``num_jobs`` is a whole number from 1 to ``MAX_GENERATED`` (1,000,000), ``seed`` one
+    >= 0 and ``priority_fraction`` a number from 0 to 1; anything else is a
+    :class:`~hetopt.UsageError` naming the parameter.
+    """
+    num_jobs = check.count(num_jobs, "num_jobs")
+    seed = check.seed(seed)
+    priority_fraction = check.fraction(priority_fraction, "priority_fraction")
     w = parse_workers(workers) if isinstance(workers, str) else dict(workers)
     rng = np.random.default_rng(seed)
     jobs = generate_jobs(num_jobs, rng, w, None, multi_gpu, priority_fraction)

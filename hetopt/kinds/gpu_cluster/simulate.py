@@ -57,6 +57,7 @@ import pandas as pd
 from ...errors import InstanceError, UsageError
 from ...options import SolveOptions
 from ...status import Status
+from .._shared import arguments as check
 from .rounds import GAVEL_TYPE_ORDER, MECHANISMS, RESET_INTERVAL_S, RoundScheduler, Unit
 
 log = logging.getLogger(__name__)
@@ -274,13 +275,24 @@ def generate_trace(
     See Also
     --------
     gavel_trace : the same distributions drawn exactly as Gavel's simulator draws them.
+
+    Notes
+    -----
+    ``num_jobs`` is a whole number from 1 to ``MAX_GENERATED`` (1,000,000), ``seed`` one
+    >= 0, ``arrival_rate`` a number above 0 and at most 1e12 and ``priority_fraction``
+    one from 0 to 1; anything else is a :class:`~hetopt.UsageError` naming the parameter
+    (a finite ``arrival_rate`` of 0 or below is an :class:`~hetopt.InstanceError`, as before).
     """
     from .generate import generate_jobs
 
-    if num_jobs < 1:
-        raise InstanceError("must be at least 1", "generate_jobs")
-    if not arrival_rate > 0:
+    where = "generate_trace"
+    num_jobs = check.count(num_jobs, "num_jobs", where=where)
+    rate = check.finite(arrival_rate)
+    if rate is not None and rate <= 0:
         raise InstanceError(f"must be > 0 jobs per hour, got {arrival_rate}", "arrival_rate")
+    arrival_rate = check.positive(arrival_rate, "arrival_rate", where=where)
+    seed = check.seed(seed, where=where)
+    priority_fraction = check.fraction(priority_fraction, "priority_fraction", where=where)
     rng = np.random.default_rng(seed)
     jobs = generate_jobs(num_jobs, rng, workers, None, multi_gpu, priority_fraction)
     gaps = rng.exponential(3600.0 / arrival_rate, size=num_jobs)
@@ -343,13 +355,24 @@ def gavel_trace(
     list of dict
         Trace records (``job_type, scale_factor, total_steps`` (a float, as Gavel's),
         ``priority_weight, slo, arrival_s``).
+
+    Notes
+    -----
+    ``num_jobs`` is a whole number from 1 to ``MAX_GENERATED`` (1,000,000), ``seed`` a
+    whole number (of either sign, as Gavel's) and ``arrival_rate`` a number above 0 and at
+    most 1e12; anything else is a :class:`~hetopt.UsageError` naming the parameter (a
+    finite ``arrival_rate`` of 0 or below is an :class:`~hetopt.InstanceError`, as in
+    :func:`generate_trace`).
     """
     from .gavel import simulation_table
 
-    if num_jobs < 1:
-        raise InstanceError("must be at least 1", "generate_jobs")
-    if not arrival_rate > 0:
+    where = "gavel_trace"
+    num_jobs = check.count(num_jobs, "num_jobs", where=where)
+    rate = check.finite(arrival_rate)
+    if rate is not None and rate <= 0:
         raise InstanceError(f"must be > 0 jobs per hour, got {arrival_rate}", "arrival_rate")
+    arrival_rate = check.positive(arrival_rate, "arrival_rate", where=where)
+    seed = check.count(seed, "seed", None, None, where=where)
     table = table or simulation_table()
     jobs_rng = random.Random(seed + 2)
     gaps_rng = random.Random(seed + 3)

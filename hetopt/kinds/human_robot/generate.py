@@ -17,6 +17,11 @@ Distribution (all draws from ``numpy.random.default_rng(seed)``):
 * a fraction ``deadline_fraction`` of tasks gets a deadline of ``U(1.5, 3)`` times the
   sum of the tasks' shortest durations divided by the number of agents (so deadlines
   can make an instance infeasible).
+
+``num_tasks``, ``num_agents`` and ``locations`` (when given) are whole numbers from 1 to
+``MAX_GENERATED`` (1,000,000), ``seed`` one >= 0, ``human_fraction``,
+``precedence_prob`` and ``deadline_fraction`` numbers from 0 to 1; anything else is a
+:class:`~hetopt.UsageError` naming the parameter.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from .._shared import arguments as check
 from .data import HumanRobotInstance
 
 
@@ -38,7 +44,16 @@ def generate(
     deadline_fraction: float = 0.0,
     objective: str | None = None,
 ) -> HumanRobotInstance:
-    """Sample an instance (see the module docstring for the distribution)."""
+    """Sample an instance (see the module docstring for the distribution and the
+    arguments' ranges)."""
+    num_tasks = check.count(num_tasks, "num_tasks")
+    num_agents = check.count(num_agents, "num_agents")
+    seed = check.seed(seed)
+    human_fraction = check.fraction(human_fraction, "human_fraction")
+    if locations is not None:
+        locations = check.count(locations, "locations")
+    precedence_prob = check.fraction(precedence_prob, "precedence_prob")
+    deadline_fraction = check.fraction(deadline_fraction, "deadline_fraction")
     rng = np.random.default_rng(seed)
     nh = max(1, min(num_agents, round(num_agents * human_fraction)))
     agents = [{"id": f"h{k + 1}", "type": "human"} for k in range(nh)]

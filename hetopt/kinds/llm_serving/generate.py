@@ -17,8 +17,8 @@ import math
 
 import numpy as np
 
-from ...errors import InstanceError
-from .data import LlmServingInstance
+from .._shared import arguments as check
+from .data import MAX_SLICE_FACTOR, LlmServingInstance
 
 # type, $/h, prefill tokens/s, decode tokens/s, largest prompt + output (tokens)
 CATALOGUE: tuple[tuple[str, float, float, float, int], ...] = (
@@ -55,13 +55,21 @@ def generate(
     objective: str | None = "min_cost",
 ) -> LlmServingInstance:
     """A reproducible instance with ``num_buckets`` buckets on the first ``num_types``
-    types of :data:`CATALOGUE` (see the module docstring for the distributions)."""
-    if num_buckets < 1:
-        raise InstanceError("must be at least 1", "buckets")
-    if not 1 <= num_types <= len(CATALOGUE):
-        raise InstanceError(f"must be in [1, {len(CATALOGUE)}]", "types")
-    if not rate_rps > 0:
-        raise InstanceError("must be > 0", "rate_rps")
+    types of :data:`CATALOGUE` (see the module docstring for the distributions).
+
+    ``num_buckets`` is a whole number from 1 to ``MAX_GENERATED`` (1,000,000),
+    ``num_types`` one from 1 to ``len(CATALOGUE)``, ``seed`` one >= 0, ``slice_factor``
+    one from 1 to 4096, ``rate_rps`` a number above 0 (at most 1e12) and ``available``
+    ``None`` or a whole number >= 0; anything else is a :class:`~hetopt.UsageError`
+    naming the parameter.
+    """
+    num_buckets = check.count(num_buckets, "num_buckets")
+    num_types = check.count(num_types, "num_types", 1, len(CATALOGUE))
+    seed = check.seed(seed)
+    slice_factor = check.count(slice_factor, "slice_factor", 1, MAX_SLICE_FACTOR)
+    rate_rps = check.positive(rate_rps, "rate_rps")
+    if available is not None:
+        available = check.count(available, "available", 0, check.MAX_WHOLE)
     rng = np.random.default_rng(seed)
     types = CATALOGUE[:num_types]
     tin = np.round(10 ** rng.uniform(math.log10(16), math.log10(8192), num_buckets))

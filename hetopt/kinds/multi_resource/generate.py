@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InstanceError
+from .._shared import arguments as check
 from .data import MultiResourceInstance
 from .synergy import PROFILE_SETS, profiles
 
@@ -47,11 +48,24 @@ def generate(
     blocks; ``round(tagged_fraction * num_jobs)`` jobs, drawn with their own random stream,
     get one tag of :data:`TAG_NAMES`; ``cost_per_hour`` is every server's cost;
     ``rules`` are the instance's ``placement_rules``.
+
+    ``num_jobs``, ``num_servers`` and ``racks`` are whole numbers from 1 (``racks``: 0)
+    to ``MAX_GENERATED`` (1,000,000), ``seed`` one >= 0, ``gpus_per_server`` one from 1
+    to 1e12, ``cpus_per_server``, ``mem_gb_per_server`` and ``cost_per_hour`` numbers
+    from 0 to 1e12 and ``tagged_fraction`` one from 0 to 1; anything else is a
+    :class:`~hetopt.UsageError` naming the parameter. More jobs than GPUs, or more racks
+    than servers, is an :class:`~hetopt.InstanceError`.
     """
-    if num_jobs < 1:
-        raise InstanceError("must be at least 1", "jobs")
-    if num_servers < 1:
-        raise InstanceError("must be at least 1", "servers")
+    num_jobs = check.count(num_jobs, "num_jobs")
+    num_servers = check.count(num_servers, "num_servers")
+    seed = check.seed(seed)
+    gpus_per_server = check.count(gpus_per_server, "gpus_per_server", 1, check.MAX_WHOLE)
+    cpus_per_server = check.nonnegative(cpus_per_server, "cpus_per_server")
+    mem_gb_per_server = check.nonnegative(mem_gb_per_server, "mem_gb_per_server")
+    racks = check.count(racks, "racks", 0)
+    tagged_fraction = check.fraction(tagged_fraction, "tagged_fraction")
+    if cost_per_hour is not None:
+        cost_per_hour = check.nonnegative(cost_per_hour, "cost_per_hour")
     if profile_set not in PROFILE_SETS:
         raise InstanceError(
             f"unknown profile set {profile_set!r}; expected one of: {', '.join(PROFILE_SETS)}",
@@ -80,10 +94,8 @@ def generate(
         k = int(np.nonzero(sizes == sizes.max())[0][-1])
         models = by_size[1]
         drawn[k] = (models[int(rng.integers(len(models)))], 1)
-    if racks < 0 or racks > num_servers:
+    if racks > num_servers:
         raise InstanceError(f"must be between 0 and the {num_servers} servers", "racks")
-    if not 0.0 <= tagged_fraction <= 1.0:
-        raise InstanceError("must be between 0 and 1", "tagged_fraction")
     servers: list[dict[str, Any]] = [
         {
             "id": f"s{s}",

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InstanceError
+from .._shared import arguments as check
 from .data import MulticoreInstance
 
 _UNIFORM = {
@@ -27,15 +28,19 @@ FAMILIES = (*_UNIFORM, "JobsCorre", "MaqCorre")
 
 
 def processing_times(family: str, machines: int, tasks: int, seed: int = 0) -> np.ndarray:
-    """``(tasks, machines)`` whole-number processing times of one family."""
+    """``(tasks, machines)`` whole-number processing times of one family.
+
+    ``machines`` and ``tasks`` are whole numbers from 1 to ``MAX_GENERATED`` (1,000,000)
+    and ``seed`` one >= 0; anything else is a :class:`~hetopt.UsageError` naming the
+    parameter (an unknown family an :class:`~hetopt.InstanceError`).
+    """
     if family not in FAMILIES:
         raise InstanceError(
             f"unknown family {family!r}; expected one of: {', '.join(FAMILIES)}", "family"
         )
-    if machines < 1:
-        raise InstanceError("must be at least 1", "machines")
-    if tasks < 1:
-        raise InstanceError("must be at least 1", "tasks")
+    machines = check.count(machines, "machines", where="processing_times")
+    tasks = check.count(tasks, "tasks", where="processing_times")
+    seed = check.seed(seed, where="processing_times")
     rng = np.random.default_rng(seed)
     if family in _UNIFORM:
         lo, hi = _UNIFORM[family]
@@ -53,7 +58,15 @@ def generate(
     seed: int = 0,
     objective: str | None = None,
 ) -> MulticoreInstance:
-    """A seeded ``multicore`` instance of independent tasks; every machine its own type."""
+    """A seeded ``multicore`` instance of independent tasks; every machine its own type.
+
+    ``machines`` and ``tasks`` are whole numbers from 1 to ``MAX_GENERATED`` (1,000,000)
+    and ``seed`` one >= 0; anything else is a :class:`~hetopt.UsageError` naming the
+    parameter.
+    """
+    machines = check.count(machines, "machines")
+    tasks = check.count(tasks, "tasks")
+    seed = check.seed(seed)
     p = processing_times(family, machines, tasks, seed)
     cores = [{"id": f"m{i}", "type": f"m{i}"} for i in range(machines)]
     task_list = [

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InstanceError
+from .._shared import arguments as check
 from .data import OBJECTIVES_OF_MODE, PipelinePartitionInstance
 
 TYPE_NAMES = ("A100", "L4", "T4", "V100", "H100", "A10", "P100", "K80")
@@ -38,17 +39,21 @@ def generate(
     per layer (0.1); ``nodes`` devices split round-robin over the types; device memory
     is ``U(1.2, 2)`` x the model's memory divided by the number of devices, rounded up to
     a whole GB, at least the largest layer.
+
+    ``nodes``, ``layers`` and ``micro_batches`` (checked in both modes) are whole numbers
+    from 1 to ``MAX_GENERATED`` (1,000,000), ``types`` one from 1 to 8, ``seed`` one >= 0
+    and ``slow_links`` a number from 0 to 1; anything else is a
+    :class:`~hetopt.UsageError` naming the parameter (an unknown mode or an objective of
+    the other mode an :class:`~hetopt.InstanceError`).
     """
     if mode not in OBJECTIVES_OF_MODE:
         raise InstanceError(f"must be one of {', '.join(OBJECTIVES_OF_MODE)}", "mode")
-    if nodes < 1:
-        raise InstanceError("must be at least 1", "nodes")
-    if layers < 1:
-        raise InstanceError("must be at least 1", "layers")
-    if not 1 <= types <= len(TYPE_NAMES):
-        raise InstanceError(f"must be in [1, {len(TYPE_NAMES)}]", "types")
-    if not 0 <= slow_links <= 1:
-        raise InstanceError("must be in [0, 1]", "slow_links")
+    nodes = check.count(nodes, "nodes")
+    layers = check.count(layers, "layers")
+    types = check.count(types, "types", 1, len(TYPE_NAMES))
+    seed = check.seed(seed)
+    micro_batches = check.count(micro_batches, "micro_batches")
+    slow_links = check.fraction(slow_links, "slow_links")
     if objective is not None and objective not in OBJECTIVES_OF_MODE[mode]:
         raise InstanceError(
             f"unknown objective {objective!r} for mode {mode!r}; expected one of: "
