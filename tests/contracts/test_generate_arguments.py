@@ -566,3 +566,33 @@ def test_limits() -> None:
 
     assert console.MAX_GENERATED is MAX_GENERATED == 1_000_000
     assert math.floor(MAX_ABS) == MAX_WHOLE
+
+
+@pytest.mark.parametrize(
+    ("workers", "message"),
+    [
+        ({"k80": "4"}, "workers.k80: Input should be a valid integer, got '4'"),
+        ({"k80": 2.5}, "workers.k80: Input should be a valid integer, got 2.5"),
+        ({"k80": -1}, "workers.k80: Input should be greater than or equal to 0, got -1"),
+    ],
+)
+def test_gpu_cluster_generate_checks_the_workers_before_drawing(
+    workers: dict[str, object], message: str
+) -> None:
+    """A string count raised ``TypeError: '>' not supported between 'int' and 'str'``
+    inside the draw, before the instance's validation could name it."""
+    from hetopt.errors import InstanceError
+    from hetopt.kinds.gpu_cluster import generate
+
+    with pytest.raises(InstanceError) as err:
+        generate(5, workers)
+    assert str(err.value) == message
+
+
+def test_gpu_cluster_generate_takes_numpy_worker_counts() -> None:
+    import numpy as np
+
+    from hetopt.kinds.gpu_cluster import generate
+
+    plain = generate(20, {"k80": 4, "v100": 4}, seed=2)
+    assert generate(20, {"k80": np.int64(4), "v100": 4.0}, seed=2).to_dict() == plain.to_dict()

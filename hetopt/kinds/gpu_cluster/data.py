@@ -758,3 +758,29 @@ def speculate(data: dict[str, Any], pending: Any) -> Any:
         mine["jobs"] = validated.jobs
 
     return Speculation(inst, certify)
+
+
+_WORKER_COUNTS: Any = None
+
+
+def worker_counts(workers: Any) -> dict[str, int]:
+    """``workers`` (type -> GPU count) checked as an instance's ``workers`` entries are
+    (whole numbers >= 0; numpy integers and integral floats as plain ints), for the APIs
+    that take a cluster outside an instance (a policy's change, a generator's cluster).
+    A bad count is an :class:`~hetopt.InstanceError` naming ``workers.<type>``."""
+    global _WORKER_COUNTS
+    from pydantic import TypeAdapter, ValidationError
+
+    from ...errors import InstanceError
+    from ...instance import _lenient, validation_to_instance_error
+
+    if _WORKER_COUNTS is None:
+        _WORKER_COUNTS = TypeAdapter(
+            dict[str, Annotated[int, Field(ge=0, strict=True)]], config=ConfigDict(strict=True)
+        )
+    try:
+        return dict(_lenient(_WORKER_COUNTS.validate_python, dict(workers)))
+    except ValidationError as exc:
+        err = validation_to_instance_error(exc, None)
+        field = f"workers.{err.field}" if err.field else "workers"
+        raise InstanceError(err.message, field) from None

@@ -8,7 +8,7 @@ import numpy as np
 
 from ...errors import InstanceError, UsageError
 from .._shared import arguments as check
-from .data import GpuClusterInstance
+from .data import GpuClusterInstance, worker_counts
 from .gavel import ThroughputTable, simulation_table
 
 SCALE_FACTORS = (1, 2, 4, 8)
@@ -137,7 +137,7 @@ def generate(
     num_jobs = check.count(num_jobs, "num_jobs")
     seed = check.seed(seed)
     priority_fraction = check.fraction(priority_fraction, "priority_fraction")
-    w = parse_workers(workers) if isinstance(workers, str) else dict(workers)
+    w = parse_workers(workers) if isinstance(workers, str) else worker_counts(workers)
     rng = np.random.default_rng(seed)
     jobs = generate_jobs(num_jobs, rng, w, None, multi_gpu, priority_fraction)
     data: dict = {"kind": "gpu_cluster", "workers": w, "jobs": jobs}

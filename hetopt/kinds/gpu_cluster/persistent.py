@@ -6,17 +6,17 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ...contract import Built
 from ...errors import InstanceError, UsageError
-from ...instance import _lenient, failure_to_instance_error, validation_to_instance_error
+from ...instance import failure_to_instance_error, validation_to_instance_error
 from ...options import SolveOptions
-from .data import ClusterArrays, GpuClusterInstance, GpuJob
+from .data import ClusterArrays, GpuClusterInstance, GpuJob, worker_counts
 from .formulations import agnostic_throughputs, job_groups
 from .maxmin import INF, MaxMinLayout, Pairs
 from .methods import job_names, set_job_names, string_column
@@ -45,11 +45,6 @@ class _NewJobs(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
     jobs: list[GpuJob]
-
-
-_WORKERS = TypeAdapter(
-    dict[str, Annotated[int, Field(ge=0, strict=True)]], config=ConfigDict(strict=True)
-)
 
 
 @dataclass(frozen=True)
@@ -724,13 +719,7 @@ class PersistentPolicy:
         """Change worker counts; a type the cluster does not have yet is added (jobs
         use it once :meth:`add_jobs` or :meth:`update_jobs` give them a throughput
         there)."""
-        try:
-            # (numpy integers and integral floats as the instance's workers take them)
-            given = _lenient(_WORKERS.validate_python, dict(workers))
-        except ValidationError as exc:
-            err = validation_to_instance_error(exc, None)
-            field = f"workers.{err.field}" if err.field else "workers"
-            raise InstanceError(err.message, field) from None
+        given = worker_counts(workers)  # (as the instance's workers take them)
         old = self.instance.arrays
         new = dict(self.instance.workers)
         new.update(given)
