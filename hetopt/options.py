@@ -3,41 +3,18 @@
 from __future__ import annotations
 
 import math
-import numbers
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from .errors import OptionsError
+from .scalars import real_number, whole_number
 
 LpMethod = Literal["auto", "simplex", "ipm", "pdlp"]
 _METHODS = ("auto", "simplex", "ipm", "pdlp")
-
-
-def _real(value: Any) -> float | None:
-    """``value`` when it is a real number, not a bool: a Python int or float as given, a
-    numpy scalar as the Python number it holds."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    if type(value) in (int, float):
-        return cast("float", value)
-    item = getattr(value, "item", None)  # (numpy scalars: np.float64 is a float too)
-    plain = item() if callable(item) else float(value)
-    return plain if isinstance(plain, int | float) and not isinstance(plain, bool) else None
-
-
-def _whole(value: Any) -> int | None:
-    """``value`` as an int when it is a whole number (a numpy integer, a float with no
-    fractional part), not a bool."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return int(value)
-    real = _real(value)
-    if real is not None and math.isfinite(real) and real.is_integer():
-        return int(real)
-    return None
 
 
 @dataclass(frozen=True)
@@ -73,18 +50,18 @@ class SolveOptions:
     def __post_init__(self) -> None:
         # numpy scalars (and integral floats for the counts) stand for the plain values,
         # as in instances; the options keep the plain Python values
-        limit = _real(self.time_limit_s)
+        limit = real_number(self.time_limit_s)
         if self.time_limit_s is not None and not (
             limit is not None and limit > 0 and math.isfinite(limit)
         ):
             raise OptionsError(f"time_limit_s must be a positive number, got {self.time_limit_s!r}")
-        gap = _real(self.mip_rel_gap)
+        gap = real_number(self.mip_rel_gap)
         if self.mip_rel_gap is not None and not (gap is not None and 0 <= gap < 1):
             raise OptionsError(f"mip_rel_gap must be in [0, 1), got {self.mip_rel_gap!r}")
-        threads = _whole(self.threads)
+        threads = whole_number(self.threads)
         if self.threads is not None and not (threads is not None and threads >= 1):
             raise OptionsError(f"threads must be a whole number >= 1, got {self.threads!r}")
-        seed = _whole(self.seed)
+        seed = whole_number(self.seed)
         if self.seed is not None and not (seed is not None and seed >= 0):
             raise OptionsError(f"seed must be a whole number >= 0, got {self.seed!r}")
         for name, value in (

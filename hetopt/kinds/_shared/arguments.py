@@ -21,10 +21,10 @@ This module imports nothing heavy (the command line's :mod:`hetopt.console` take
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 from ...errors import UsageError
+from ...scalars import real_number, whole_number
 
 MAX_GENERATED = 1_000_000
 """Most items a generator draws (jobs, clients, tasks, ...), from Python as with
@@ -46,19 +46,6 @@ def _shown(value: Any) -> str:
 
 def _fail(where: str, name: str, expected: str, value: Any) -> UsageError:
     return UsageError(f"{where}: {name} must be {expected}, got {_shown(value)}")
-
-
-def _real(value: Any) -> int | float | None:
-    """``value`` as an exact ``int`` (integers) or a ``float`` (other real numbers),
-    ``None`` when it is no real number (a ``bool``, a string, ``None``, ...)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    try:
-        return float(value)
-    except (OverflowError, ValueError):  # (a huge Fraction)
-        return math.inf
 
 
 def count(
@@ -93,10 +80,13 @@ def count(
         ``value`` is no whole number (``True``, ``2.5``, ``"5"``, NaN, infinity) or lies
         outside the range.
     """
-    x = _real(value)
-    ok = x is not None and (isinstance(x, int) or (math.isfinite(x) and x.is_integer()))
-    n = int(x) if ok and x is not None else 0
-    ok = ok and (minimum is None or n >= minimum) and (maximum is None or n <= maximum)
+    whole = whole_number(value)
+    n = 0 if whole is None else whole
+    ok = (
+        whole is not None
+        and (minimum is None or n >= minimum)
+        and (maximum is None or n <= maximum)
+    )
     if not ok:
         if minimum is not None and maximum is not None:
             expected = f"a whole number from {minimum:,} to {maximum:,}"
@@ -113,7 +103,7 @@ def count(
 def _number(
     value: Any, name: str, where: str, minimum: float, above: bool, maximum: float
 ) -> float:
-    x = _real(value)
+    x = real_number(value)
     ok = (
         x is not None
         and (isinstance(x, int) or math.isfinite(x))
@@ -238,5 +228,5 @@ def finite(value: Any) -> int | float | None:
     is a finite real number, else ``None`` (a ``bool``, a string, ``None``, NaN,
     infinity): for a range check a generator keeps from before these helpers, with its
     own error, on the numbers it refused then (anything else goes on to the helpers)."""
-    x = _real(value)
+    x = real_number(value)
     return x if x is not None and (isinstance(x, int) or math.isfinite(x)) else None

@@ -62,6 +62,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InstanceError
+from ...scalars import real_number, whole_number
 
 __all__ = ["GAVEL_TYPE_ORDER", "MECHANISMS", "Plan", "Round", "RoundScheduler", "Unit"]
 
@@ -118,18 +119,17 @@ def _members(unit: Unit) -> tuple[str, ...]:
     return unit if isinstance(unit, tuple) else (unit,)
 
 
+_NUMBERS = (int, float, np.integer, np.floating)
+"""The number types the scheduler's counts and rates take (numpy's as Python's)."""
+
+
 def _whole(value: Any, field: str, minimum: int) -> int:
     """``value`` as a count (an int, a numpy integer or a float with no fraction, as an
     instance's counts take them), refused with an :class:`InstanceError` naming
     ``field`` otherwise: ``int()`` would have cut 2.5 to 2 and taken ``True`` for 1."""
-    ok = isinstance(value, int | np.integer | float | np.floating) and not isinstance(
-        value, bool | np.bool_
-    )
-    if ok and isinstance(value, float | np.floating):
-        ok = math.isfinite(value) and float(value).is_integer()
-    if not ok:
+    n = whole_number(value) if isinstance(value, _NUMBERS) else None
+    if n is None:
         raise InstanceError(f"expected a whole number >= {minimum}, got {value!r}", field)
-    n = int(value)
     if n < minimum:
         raise InstanceError(f"must be >= {minimum}, got {n}", field)
     return n
@@ -138,10 +138,8 @@ def _whole(value: Any, field: str, minimum: int) -> int:
 def _rate(value: Any, field: str) -> float:
     """``value`` as a throughput: a finite number >= 0 (an :class:`InstanceError` naming
     ``field`` otherwise)."""
-    ok = isinstance(value, int | float | np.integer | np.floating) and not isinstance(
-        value, bool | np.bool_
-    )
-    rate = float(value) if ok else math.nan
+    x = real_number(value) if isinstance(value, _NUMBERS) else None
+    rate = math.nan if x is None else float(x)
     if not (math.isfinite(rate) and rate >= 0):
         raise InstanceError(f"expected a finite number of steps/s >= 0, got {value!r}", field)
     return rate

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import math
-import numbers
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
@@ -23,6 +22,7 @@ from ...errors import InstanceError
 from ...instance import MAX_ABS
 from ...options import SolveOptions
 from ...result import Result, Verification
+from ...scalars import real_number
 from .._shared.choice import CHOICE_DETAIL, Choice, chosen
 from ..base import Kind, LazyMethod, MethodEntry, MethodTable, Objective, UsageError
 from .data import Agent, HumanRobotInstance, Precedence, Task, TeamArrays
@@ -251,17 +251,16 @@ def replan(
     for t, d in (delays or {}).items():
         if t not in planned:
             raise UsageError(f"delays: no task {t!r} in the previous schedule")
-        if isinstance(d, bool) or not (
-            isinstance(d, numbers.Real) and math.isfinite(d) and 0 <= d <= MAX_ABS
-        ):
+        delay = real_number(d)
+        if delay is None or not (math.isfinite(delay) and 0 <= delay <= MAX_ABS):
             raise UsageError(
                 f"delays[{t!r}]: must be a number of seconds from 0 to {MAX_ABS:g}, got {d!r}"
             )
         agent, start = planned[t]
         if start < now_s:
-            fixed[t] = (agent, start + float(d))
+            fixed[t] = (agent, start + float(delay))
         else:
-            later[t] = start + float(d)
+            later[t] = start + float(delay)
     for t, v in (overrides or {}).items():
         if isinstance(v, str | bytes) or not (isinstance(v, Sequence) and len(v) == 2):
             raise UsageError(f"overrides[{t!r}]: expected (agent, start_s), got {v!r}")
