@@ -245,6 +245,16 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 # ----------------------------------------------------------------------------- traces
+def _arrival_rate(value: Any, where: str) -> float:
+    """A trace generator's ``arrival_rate`` (jobs per hour): a finite one of 0 or below is
+    the :class:`~hetopt.InstanceError` the generators always raised; anything else that
+    is no number above 0 (at most 1e12) a :class:`~hetopt.UsageError`."""
+    rate = check.finite(value)
+    if rate is not None and rate <= 0:
+        raise InstanceError(f"must be > 0 jobs per hour, got {value}", "arrival_rate")
+    return check.positive(value, "arrival_rate", where=where)
+
+
 def generate_trace(
     num_jobs: int,
     workers: Mapping[str, int],
@@ -287,10 +297,7 @@ def generate_trace(
 
     where = "generate_trace"
     num_jobs = check.count(num_jobs, "num_jobs", where=where)
-    rate = check.finite(arrival_rate)
-    if rate is not None and rate <= 0:
-        raise InstanceError(f"must be > 0 jobs per hour, got {arrival_rate}", "arrival_rate")
-    arrival_rate = check.positive(arrival_rate, "arrival_rate", where=where)
+    arrival_rate = _arrival_rate(arrival_rate, where)
     seed = check.seed(seed, where=where)
     priority_fraction = check.fraction(priority_fraction, "priority_fraction", where=where)
     rng = np.random.default_rng(seed)
@@ -368,10 +375,7 @@ def gavel_trace(
 
     where = "gavel_trace"
     num_jobs = check.count(num_jobs, "num_jobs", where=where)
-    rate = check.finite(arrival_rate)
-    if rate is not None and rate <= 0:
-        raise InstanceError(f"must be > 0 jobs per hour, got {arrival_rate}", "arrival_rate")
-    arrival_rate = check.positive(arrival_rate, "arrival_rate", where=where)
+    arrival_rate = _arrival_rate(arrival_rate, where)
     seed = check.count(seed, "seed", None, None, where=where)
     table = table or simulation_table()
     jobs_rng = random.Random(seed + 2)
